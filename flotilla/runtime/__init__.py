@@ -1,0 +1,1 @@
+"""Controller runtime: clock, work queue, reconcile loop, service bootstrap."""

@@ -1,0 +1,220 @@
+"""One call wires a service: flags, logging, tracing, metrics, gRPC with health
+and reflection, endpoint registration, leader election, graceful shutdown.
+
+A service describes itself with a `ServiceSpec`; `run(spec)` does the rest.
+Leader-only work (the reconcilers) runs in `spec.lead`, started when this
+instance becomes leader and cancelled when it stops being one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from opentelemetry import trace
+
+from flotilla.runtime.clock import Clock, RealClock
+from flotilla.runtime.flags import apply_env_defaults, duration
+from flotilla.runtime.tracing import setup_tracing
+from flotilla.store import Store, Unavailable
+from flotilla.store.connect import resolve_endpoints
+from flotilla.store.endpoints import Endpoint, Registration
+from flotilla.store.events import EventRecorder
+from flotilla.store.leader import LeaderElector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceContext:
+    """What a service's servicers and reconcilers are built from."""
+
+    name: str
+    args: argparse.Namespace
+    store: Store
+    clock: Clock
+    identity: str
+    events: EventRecorder
+    tracer: trace.Tracer
+    server: grpc.aio.Server | None = None
+    elector: LeaderElector | None = None
+
+
+@dataclass
+class ServiceSpec:
+    name: str
+    description: str = ""
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    # Registers servicers on the server; returns their full names for reflection.
+    add_servicers: Callable[[grpc.aio.Server, ServiceContext], Sequence[str]] | None = None
+    # Leader-only work; cancelled on leadership loss or shutdown.
+    lead: Callable[[ServiceContext], Awaitable[None]] | None = None
+    leader_elect: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m services.{spec.name}", description=spec.description)
+    parser.add_argument("--etcd-endpoints", default=None,
+                        help="etcd URLs (default: FLOTILLA_ETCD_ENDPOINTS or http://127.0.0.1:2379)")
+    parser.add_argument("--listen-address", default="127.0.0.1:0",
+                        help="gRPC listen host:port (port 0 = any free port)")
+    parser.add_argument("--advertise-address", default="",
+                        help="address registered for clients (default: the listen address)")
+    parser.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0 = any free port, -1 = off)")
+    parser.add_argument("--id", default="", help="instance identity (default: <hostname>-<pid>)")
+    parser.add_argument("--data-dir", default="", help="local data directory (traces are written here as JSON lines)")
+    parser.add_argument("--trace-file", default="", help="append spans as JSON lines to this file")
+    parser.add_argument("--leader-elect", default=spec.leader_elect, action=argparse.BooleanOptionalAction)
+    parser.add_argument("--leader-elect-lease-duration", type=duration, default=duration("15s"))
+    parser.add_argument("--endpoint-ttl", type=duration, default=duration("10s"))
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--shutdown-grace", type=duration, default=duration("5s"))
+    if spec.add_arguments:
+        spec.add_arguments(parser)
+    apply_env_defaults(parser)
+    return parser
+
+
+def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
+    args = build_parser(spec).parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format=f"%(asctime)s %(levelname)s service={spec.name} %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        asyncio.run(Runner(spec, args).run())
+    except Unavailable as e:
+        print(f"{spec.name}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+class Runner:
+    def __init__(self, spec: ServiceSpec, args: argparse.Namespace, clock: Clock | None = None) -> None:
+        self.spec = spec
+        self.args = args
+        self.clock = clock or RealClock()
+        self.identity = args.id or f"{socket.gethostname()}-{os.getpid()}"
+        self.stopping = asyncio.Event()
+        self.address = ""
+        self.metrics_port = 0
+        self.health = health.aio.HealthServicer()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stopping.set)
+        trace_file = self.args.trace_file or (
+            os.path.join(self.args.data_dir, "traces.jsonl") if self.args.data_dir else None
+        )
+        provider = setup_tracing(self.spec.name, trace_file)
+        store = await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock)
+        ctx = ServiceContext(
+            name=self.spec.name,
+            args=self.args,
+            store=store,
+            clock=self.clock,
+            identity=self.identity,
+            events=EventRecorder(store, self.spec.name, host=socket.gethostname()),
+            tracer=trace.get_tracer(f"flotilla.{self.spec.name}"),
+        )
+        server = grpc.aio.server()
+        ctx.server = server
+        names = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        if self.spec.add_servicers:
+            names.extend(self.spec.add_servicers(server, ctx))
+        reflection.enable_server_reflection(names, server)
+        port = server.add_insecure_port(self.args.listen_address)
+        host = self.args.listen_address.rsplit(":", 1)[0]
+        self.address = self.args.advertise_address or f"{_reachable(host)}:{port}"
+        await server.start()
+        self.metrics_port = _start_metrics(self.args.metrics_port, host or "0.0.0.0")
+        registration = Registration(
+            store.client,
+            Endpoint(
+                service=self.spec.name,
+                id=self.identity,
+                address=self.address,
+                metrics_port=self.metrics_port,
+                pid=os.getpid(),
+                started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            ),
+            ttl=max(int(self.args.endpoint_ttl), 1),
+        )
+        await registration.start()
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(self.spec.name, health_pb2.HealthCheckResponse.SERVING)
+        log.info("event=serving address=%s metrics_port=%s identity=%s", self.address, self.metrics_port, self.identity)
+        leading = asyncio.create_task(self._lead_forever(ctx))
+        try:
+            await self.stopping.wait()
+        finally:
+            log.info("event=shutdown identity=%s", self.identity)
+            await self.health.enter_graceful_shutdown()
+            leading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await leading
+            if ctx.elector is not None:
+                await ctx.elector.resign()
+            await registration.close()
+            await server.stop(self.args.shutdown_grace)
+            await store.close()
+            provider.shutdown()
+
+    async def _lead_forever(self, ctx: ServiceContext) -> None:
+        if self.spec.lead is None:
+            return
+        if not self.args.leader_elect:
+            await self.spec.lead(ctx)
+            return
+        ttl = max(int(self.args.leader_elect_lease_duration), 1)
+        while True:
+            elector = LeaderElector(ctx.store.client, self.spec.name, self.identity, ttl)
+            ctx.elector = elector
+            await elector.campaign()
+            work = asyncio.create_task(self.spec.lead(ctx))
+            lost = asyncio.create_task(elector.lost.wait())
+            try:
+                await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (work, lost):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            if work.done() and not work.cancelled() and work.exception() is not None:
+                log.error("event=leader-work-failed error=%s", work.exception())
+            await elector.resign()
+
+
+def _reachable(host: str) -> str:
+    if host in ("", "0.0.0.0", "[::]", "::"):
+        return socket.gethostbyname(socket.gethostname())
+    return host
+
+
+def _start_metrics(port: int, host: str) -> int:
+    if port < 0:
+        return 0
+    from prometheus_client import start_http_server
+
+    server, _thread = start_http_server(port, addr=host)
+    return server.server_port

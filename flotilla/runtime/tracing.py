@@ -1,0 +1,58 @@
+"""OpenTelemetry tracing for every service.
+
+The standard `OTEL_*` variables configure the SDK (service name, sampler,
+OTLP endpoint); a JSON-lines file exporter lets `flotilla up` keep spans under
+its data directory so traces are readable without a collector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    """One finished span per line, appended to a file shared by all services."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        lines = "".join(json.dumps(json.loads(s.to_json()), separators=(",", ":")) + "\n" for s in spans)
+        with self._lock, open(self.path, "a", encoding="utf-8") as f:
+            # One write call per batch keeps lines from different processes whole (O_APPEND).
+            f.write(lines)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def setup_tracing(service_name: str, trace_file: str | None = None) -> TracerProvider:
+    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", f"flotilla-{service_name}")})
+    provider = TracerProvider(resource=resource)
+    if trace_file:
+        provider.add_span_processor(BatchSpanProcessor(JsonLinesSpanExporter(trace_file)))
+    if _otlp_requested():
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def _otlp_requested() -> bool:
+    exporter = os.environ.get("OTEL_TRACES_EXPORTER", "")
+    if exporter:
+        return "otlp" in exporter.split(",")
+    return bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))

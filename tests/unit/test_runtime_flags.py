@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from flotilla.runtime.flags import apply_env_defaults, duration, env_name, feature_gates
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10), ("5m", 300), ("1h30m", 5400), ("500ms", 0.5), ("0", 0), ("1.5s", 1.5)],
+)
+def test_duration(text: str, seconds: float) -> None:
+    assert duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "10", "5x", "s10", "1m1"])
+def test_bad_duration(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        duration(text)
+
+
+def test_feature_gates() -> None:
+    gates = feature_gates("Failover=true, GracefulEviction=false")
+    assert gates == {"Failover": True, "GracefulEviction": False}
+    with pytest.raises(argparse.ArgumentTypeError):
+        feature_gates("Failover")
+
+
+def test_environment_fills_defaults_and_flags_win() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cluster-failure-threshold", type=duration, default=duration("30s"))
+    parser.add_argument("--etcd-endpoints", required=True)
+    parser.add_argument("--leader-elect", action="store_true")
+    env = {
+        env_name("--cluster-failure-threshold"): "3s",
+        "FLOTILLA_ETCD_ENDPOINTS": "http://e:1",
+        "FLOTILLA_LEADER_ELECT": "true",
+    }
+    assert env_name("--cluster-failure-threshold") == "FLOTILLA_CLUSTER_FAILURE_THRESHOLD"
+    apply_env_defaults(parser, env)
+    args = parser.parse_args([])
+    assert args.cluster_failure_threshold == 3.0
+    assert (args.etcd_endpoints, args.leader_elect) == ("http://e:1", True)
+    assert parser.parse_args(["--cluster-failure-threshold", "1m"]).cluster_failure_threshold == 60
