@@ -1,0 +1,32 @@
+# `make test` and `make demo` each set up their own virtual environment.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: test demo protos lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+demo: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" bash scripts/demo.sh
+
+protos: $(STAMP)
+	$(BIN)/python scripts/gen_protos.py
+
+bench: $(STAMP)
+	$(BIN)/python bench/store.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+"""Flotilla: multi-cluster failover on Karmada's API."""
+
+__version__ = "0.1.0"

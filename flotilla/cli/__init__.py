@@ -1,0 +1,1 @@
+"""flotillactl: use and inspect Flotilla."""

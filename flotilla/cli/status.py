@@ -1,0 +1,86 @@
+"""`flotillactl status`: every registered service instance, its health and leader."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import aetcd
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from flotilla.store.endpoints import Endpoint, list_endpoints
+from flotilla.store.leader import current_leader
+
+
+@dataclass
+class InstanceStatus:
+    endpoint: Endpoint
+    health: str
+    leader: bool
+
+
+async def check_health(address: str, timeout: float = 2.0) -> str:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+        except grpc.aio.AioRpcError as e:
+            unreachable = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            return "UNREACHABLE" if unreachable else e.code().name
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+async def collect(client: aetcd.Client) -> list[InstanceStatus]:
+    endpoints = await list_endpoints(client)
+    healths = await asyncio.gather(*(check_health(e.address) for e in endpoints))
+    leaders = {s: await current_leader(client, s) for s in {e.service for e in endpoints}}
+    return [
+        InstanceStatus(e, h, leaders.get(e.service) == e.id)
+        for e, h in zip(endpoints, healths, strict=True)
+    ]
+
+
+def render(statuses: Sequence[InstanceStatus]) -> str:
+    from flotilla.cli.table import table
+
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s.endpoint.service] = counts.get(s.endpoint.service, 0) + 1
+    rows = [
+        [
+            s.endpoint.service,
+            str(counts[s.endpoint.service]),
+            s.endpoint.id,
+            "yes" if s.leader else "-",
+            s.health,
+            s.endpoint.address,
+        ]
+        for s in statuses
+    ]
+    return table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"], rows)
+
+
+async def wait_for_services(
+    endpoints: str,
+    services: Sequence[str],
+    timeout: float,
+    check: Callable[[], None] = lambda: None,
+) -> None:
+    """Return once each named service has an instance answering SERVING."""
+    from flotilla.store.connect import make_client
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    async with make_client(endpoints) as client:
+        while True:
+            check()
+            serving = {s.endpoint.service for s in await collect(client) if s.health == "SERVING"}
+            missing = [s for s in services if s not in serving]
+            if not missing:
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(f"services not SERVING after {timeout:.0f}s: {', '.join(missing)}")
+            # Processes starting up give no signal to await: poll the registry.
+            await asyncio.sleep(0.1)

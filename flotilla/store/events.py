@@ -1,0 +1,105 @@
+"""Events for `describe`: written on an etcd lease so they expire by themselves.
+
+Repeats of the same (object, reason, message) are folded into one Event whose
+count and lastTimestamp grow, as Kubernetes' event correlator does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from google.protobuf.message import Message
+
+from flotilla.api.v1 import core_pb2
+from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError
+from flotilla.store.objects import Store
+
+log = logging.getLogger(__name__)
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+
+def event_name(obj: Message, reason: str, message: str) -> str:
+    meta = obj.metadata
+    identity = f"{obj.kind}/{meta.namespace}/{meta.name}/{meta.uid}/{reason}/{message}"
+    return f"{meta.name}.{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+
+class EventRecorder:
+    """Best effort: a failed event write is logged, never raised to the reconciler."""
+
+    def __init__(self, store: Store, component: str, ttl: int = 3600, host: str = "") -> None:
+        self.store = store
+        self.component = component
+        self.ttl = ttl
+        self.host = host
+        self._lease: int | None = None
+        self._lease_granted = 0.0
+
+    async def _current_lease(self) -> int:
+        # Rotating the lease at half its TTL gives each event between ttl/2 and ttl
+        # to live after its last occurrence, with one lease per recorder, not per event.
+        now = self.store.clock.monotonic()
+        if self._lease is None or now - self._lease_granted > self.ttl / 2:
+            self._lease = await self.store.grant_lease(self.ttl)
+            self._lease_granted = now
+        return self._lease
+
+    async def record(self, obj: Message, event_type: str, reason: str, message: str) -> None:
+        try:
+            await self._record(obj, event_type, reason, message)
+        except StoreError as e:
+            log.warning("event=event-write-failed reason=%s error=%s", reason, e)
+
+    async def normal(self, obj: Message, reason: str, message: str) -> None:
+        await self.record(obj, NORMAL, reason, message)
+
+    async def warning(self, obj: Message, reason: str, message: str) -> None:
+        await self.record(obj, WARNING, reason, message)
+
+    async def _record(self, obj: Message, event_type: str, reason: str, message: str) -> None:
+        meta = obj.metadata
+        namespace = meta.namespace or "default"
+        name = event_name(obj, reason, message)
+        now = self.store.clock.now().replace(tzinfo=None, microsecond=0)
+        lease = await self._current_lease()
+        for _ in range(3):
+            existing: Any = await self.store.try_get(core_pb2.Event, namespace, name)
+            try:
+                if existing is None:
+                    event = core_pb2.Event(api_version="v1", kind="Event", type=event_type,
+                                           reason=reason, message=message, count=1,
+                                           reporting_component=self.component)
+                    event.metadata.name = name
+                    event.metadata.namespace = namespace
+                    ref = event.involved_object
+                    ref.kind, ref.api_version = obj.kind, obj.api_version
+                    ref.namespace, ref.name, ref.uid = meta.namespace, meta.name, meta.uid
+                    event.source.component = self.component
+                    event.source.host = self.host
+                    event.first_timestamp.FromDatetime(now)
+                    event.last_timestamp.FromDatetime(now)
+                    await self.store.create(event, lease=lease)
+                else:
+                    existing.count += 1
+                    existing.last_timestamp.FromDatetime(now)
+                    await self.store.update(existing, lease=lease)
+                return
+            except (AlreadyExists, Conflict, NotFound):
+                continue
+
+
+async def events_for(store: Store, obj: Message) -> list[Any]:
+    """Events about one object, oldest first."""
+    meta = obj.metadata
+    listed = await store.list(core_pb2.Event, meta.namespace or "default")
+    found = [
+        e for e in listed.items
+        if e.involved_object.name == meta.name
+        and e.involved_object.kind == obj.kind
+        and e.involved_object.namespace == meta.namespace
+    ]
+    return sorted(found, key=lambda e: (e.last_timestamp.seconds, e.metadata.name))

@@ -1,0 +1,1 @@
+"""Admission: defaulting and validation; the write door for users."""

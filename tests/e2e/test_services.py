@@ -1,0 +1,94 @@
+"""Services as real processes: the webhook skeleton, `flotilla up/down`, `flotillactl status`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from flotilla.store import Store
+from flotilla.store.embedded import EmbeddedEtcd, free_port
+from flotilla.store.endpoints import list_endpoints
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+async def wait_registered(store: Store, service: str, timeout: float = 20) -> str:
+    async with asyncio.timeout(timeout):
+        while True:
+            found = await list_endpoints(store.client, service)
+            if found:
+                return found[0].address
+            await asyncio.sleep(0.05)
+
+
+async def test_webhook_serves_health_and_reflection(store: Store, etcd: EmbeddedEtcd, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.webhook", "--etcd-endpoints", etcd.endpoint,
+         "--data-dir", str(tmp_path), "--metrics-port", "-1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        address = await wait_registered(store, "webhook")
+        async with grpc.aio.insecure_channel(address) as channel:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+            )
+            async for response in stream:
+                names = {s.name for s in response.list_services_response.service}
+                break
+        assert "grpc.health.v1.Health" in names
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 15) == 0
+        # A clean shutdown takes the endpoint out of the registry at once.
+        assert await list_endpoints(store.client, "webhook") == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_up_status_down(tmp_path: Path) -> None:
+    data_dir = tmp_path / "plane"
+    port = free_port()
+    up = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port", str(port))
+    try:
+        assert up.returncode == 0, up.stderr
+        assert up.stdout.strip().splitlines()[-1] == f"export FLOTILLA_ETCD_ENDPOINTS=http://127.0.0.1:{port}"
+        status = run_cli(str(BIN / "flotillactl"), "status",
+                         env={"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}"})
+        assert status.returncode == 0, status.stderr
+        header, *rows = status.stdout.strip().splitlines()
+        assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"]
+        assert [r.split()[0] for r in rows] == ["webhook"]
+        assert all("SERVING" in r for r in rows)
+        again = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir))
+        assert again.returncode == 1 and "already running" in again.stderr
+    finally:
+        down = run_cli(str(BIN / "flotilla"), "down", "--data-dir", str(data_dir))
+    assert down.returncode == 0, down.stderr
+    assert not (data_dir / "run.json").exists()
+
+
+def test_status_names_the_unreachable_etcd() -> None:
+    port = free_port()
+    result = run_cli(str(BIN / "flotillactl"), "--etcd-endpoints", f"http://127.0.0.1:{port}", "status", timeout=30)
+    assert result.returncode == 1
+    assert f"127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
