@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from flotilla.api.v1 import cluster_pb2
+
+ROOT = Path(__file__).resolve().parents[1]
+# shared/ sits beside the checkout, locally and in CI.
+EXAMPLES_DIR = ROOT.parent / "shared" / "examples"
+EXAMPLE_FILES = sorted(EXAMPLES_DIR.glob("*.yaml"))
 
 
 def make_cluster(name: str, **labels: str) -> cluster_pb2.Cluster:

@@ -22,6 +22,7 @@ import aetcd.transactions
 from google.protobuf.message import Message
 
 from flotilla.api import keys, registry
+from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.store.connect import make_client
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, Unavailable
@@ -37,7 +38,7 @@ def resource_type_of(ref: ResourceRef) -> registry.ResourceType:
 
 
 def resource_type_for_object(obj: Message) -> registry.ResourceType:
-    return registry.for_kind(obj.api_version, obj.kind)
+    return registry.for_object(obj)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class ListResult:
 
 def _spec_and_status(obj: Message) -> tuple[bytes, bytes]:
     """The parts of an object that user updates and status updates own."""
-    if obj.DESCRIPTOR.full_name.endswith(".Unstructured"):
+    if isinstance(obj, meta_pb2.Unstructured):
         content = json.loads(obj.content or b"{}")
         status = content.pop("status", None)
         return (
@@ -65,7 +66,7 @@ def _has(obj: Message, field: str) -> bool:
 
 
 def _copy_status(dst: Message, src: Message) -> None:
-    if dst.DESCRIPTOR.full_name.endswith(".Unstructured"):
+    if isinstance(dst, meta_pb2.Unstructured):
         content = json.loads(dst.content or b"{}")
         status = json.loads(src.content or b"{}").get("status")
         content.pop("status", None)

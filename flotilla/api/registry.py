@@ -1,0 +1,287 @@
+"""Which message type, etcd resource and scope every kind has.
+
+Built-in kinds are Flotilla's own (Karmada's API, Lease, Event). Any other
+kind is a resource template, stored as `Unstructured` under `<plural>.<group>`
+(`<plural>` for the core group), the way the Kubernetes API server names
+resources.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from google.protobuf.message import Message
+
+from flotilla.api.v1 import (
+    cluster_pb2,
+    config_pb2,
+    coordination_pb2,
+    core_pb2,
+    meta_pb2,
+    policy_pb2,
+    work_pb2,
+)
+
+
+class UnknownResourceError(LookupError):
+    """A name that no registered kind answers to, or a built-in kind at a version it does not have."""
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    message: type[Message]
+    short_names: tuple[str, ...] = ()
+    # The etcd key segment: the plural for built-ins, `<plural>.<group>` for templates.
+    resource: str = ""
+    singular: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.singular:
+            object.__setattr__(self, "singular", self.kind.lower())
+        if not self.resource:
+            object.__setattr__(self, "resource", self.plural)
+
+    @property
+    def group(self) -> str:
+        return split_api_version(self.api_version)[0]
+
+    @property
+    def version(self) -> str:
+        return split_api_version(self.api_version)[1]
+
+    @property
+    def is_template(self) -> bool:
+        return self.message is meta_pb2.Unstructured
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`apps/v1` -> ("apps", "v1"); the core group `v1` -> ("", "v1")."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+CLUSTER_API = "cluster.karmada.io/v1alpha1"
+POLICY_API = "policy.karmada.io/v1alpha1"
+WORK_API = "work.karmada.io/v1alpha1"
+BINDING_API = "work.karmada.io/v1alpha2"
+CONFIG_API = "config.karmada.io/v1alpha1"
+COORDINATION_API = "coordination.k8s.io/v1"
+CORE_API = "v1"
+
+CLUSTER = ResourceType("Cluster", CLUSTER_API, "clusters", False, cluster_pb2.Cluster)
+PROPAGATION_POLICY = ResourceType(
+    "PropagationPolicy", POLICY_API, "propagationpolicies", True, policy_pb2.PropagationPolicy, ("pp",)
+)
+CLUSTER_PROPAGATION_POLICY = ResourceType(
+    "ClusterPropagationPolicy",
+    POLICY_API,
+    "clusterpropagationpolicies",
+    False,
+    policy_pb2.ClusterPropagationPolicy,
+    ("cpp",),
+)
+CLUSTER_TAINT_POLICY = ResourceType(
+    "ClusterTaintPolicy", POLICY_API, "clustertaintpolicies", False, policy_pb2.ClusterTaintPolicy
+)
+RESOURCE_BINDING = ResourceType(
+    "ResourceBinding", BINDING_API, "resourcebindings", True, work_pb2.ResourceBinding, ("rb",)
+)
+CLUSTER_RESOURCE_BINDING = ResourceType(
+    "ClusterResourceBinding",
+    BINDING_API,
+    "clusterresourcebindings",
+    False,
+    work_pb2.ClusterResourceBinding,
+    ("crb",),
+)
+WORK = ResourceType("Work", WORK_API, "works", True, work_pb2.Work)
+RESOURCE_INTERPRETER_CUSTOMIZATION = ResourceType(
+    "ResourceInterpreterCustomization",
+    CONFIG_API,
+    "resourceinterpretercustomizations",
+    False,
+    config_pb2.ResourceInterpreterCustomization,
+)
+LEASE = ResourceType("Lease", COORDINATION_API, "leases", True, coordination_pb2.Lease)
+EVENT = ResourceType("Event", CORE_API, "events", True, core_pb2.Event, ("ev",))
+
+BUILTINS: tuple[ResourceType, ...] = (
+    CLUSTER,
+    PROPAGATION_POLICY,
+    CLUSTER_PROPAGATION_POLICY,
+    CLUSTER_TAINT_POLICY,
+    RESOURCE_BINDING,
+    CLUSTER_RESOURCE_BINDING,
+    WORK,
+    RESOURCE_INTERPRETER_CUSTOMIZATION,
+    LEASE,
+    EVENT,
+)
+
+# Cluster-scoped kinds of Kubernetes' own groups; every other template kind is
+# assumed namespaced (CRDs from other groups cannot be known without discovery).
+CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("networking.k8s.io", "IngressClass"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("apiregistration.k8s.io", "APIService"),
+    }
+)
+
+# Templates users name on the command line (`get deployments`, `get deploy`),
+# with kubectl's short names. Irregular plurals (Endpoints) are spelled out.
+_WELL_KNOWN_TEMPLATES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("apps/v1", "Deployment", ("deploy",), ""),
+    ("apps/v1", "StatefulSet", ("sts",), ""),
+    ("apps/v1", "DaemonSet", ("ds",), ""),
+    ("apps/v1", "ReplicaSet", ("rs",), ""),
+    ("batch/v1", "Job", (), ""),
+    ("batch/v1", "CronJob", ("cj",), ""),
+    ("v1", "Pod", ("po",), ""),
+    ("v1", "Service", ("svc",), ""),
+    ("v1", "ConfigMap", ("cm",), ""),
+    ("v1", "Secret", (), ""),
+    ("v1", "ServiceAccount", ("sa",), ""),
+    ("v1", "PersistentVolumeClaim", ("pvc",), ""),
+    ("v1", "PersistentVolume", ("pv",), ""),
+    ("v1", "Namespace", ("ns",), ""),
+    ("v1", "Node", ("no",), ""),
+    ("v1", "Endpoints", ("ep",), "endpoints"),
+    ("networking.k8s.io/v1", "Ingress", ("ing",), ""),
+    ("networking.k8s.io/v1", "NetworkPolicy", ("netpol",), ""),
+    ("policy/v1", "PodDisruptionBudget", ("pdb",), ""),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", ("hpa",), ""),
+    ("rbac.authorization.k8s.io/v1", "Role", (), ""),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", (), ""),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", (), ""),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", (), ""),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", ("crd", "crds"), ""),
+    ("storage.k8s.io/v1", "StorageClass", ("sc",), ""),
+    ("scheduling.k8s.io/v1", "PriorityClass", ("pc",), ""),
+)
+
+
+def plural_of(kind: str) -> str:
+    """The resource name Kubernetes tooling derives from a kind.
+
+    Deployment -> deployments, Ingress -> ingresses, Policy -> policies,
+    Gateway -> gateways (a vowel before the y keeps it), Box -> boxes.
+    """
+    lower = kind.lower()
+    if re.search(r"(s|x|z|ch|sh)$", lower):
+        return lower + "es"
+    if re.search(r"[^aeiou]y$", lower):
+        return lower[:-1] + "ies"
+    return lower + "s"
+
+
+def template_type(api_version: str, kind: str, plural: str = "", short_names: tuple[str, ...] = ()) -> ResourceType:
+    """The ResourceType of a resource template (any kind that is not built in)."""
+    group, _ = split_api_version(api_version)
+    plural = plural or plural_of(kind)
+    return ResourceType(
+        kind=kind,
+        api_version=api_version,
+        plural=plural,
+        namespaced=(group, kind) not in CLUSTER_SCOPED_KINDS,
+        message=meta_pb2.Unstructured,
+        short_names=short_names,
+        resource=f"{plural}.{group}" if group else plural,
+    )
+
+
+WELL_KNOWN_TEMPLATES: tuple[ResourceType, ...] = tuple(
+    template_type(api_version, kind, plural, short) for api_version, kind, short, plural in _WELL_KNOWN_TEMPLATES
+)
+
+_BY_KIND: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.kind): rt for rt in BUILTINS}
+_BUILTIN_GROUP_KINDS: dict[tuple[str, str], ResourceType] = {(rt.group, rt.kind): rt for rt in BUILTINS}
+_BY_MESSAGE: dict[type[Message], ResourceType] = {rt.message: rt for rt in BUILTINS}
+
+
+def _names(rt: ResourceType) -> set[str]:
+    names = {rt.kind.lower(), rt.singular, rt.plural, *rt.short_names}
+    if rt.group:
+        names |= {f"{rt.plural}.{rt.group}", f"{rt.singular}.{rt.group}"}
+    return names
+
+
+def _index() -> dict[str, ResourceType]:
+    index: dict[str, ResourceType] = {}
+    # Built-ins last so that they win any clash with a template's name.
+    for rt in (*WELL_KNOWN_TEMPLATES, *BUILTINS):
+        for name in _names(rt):
+            index[name] = rt
+    return index
+
+
+_BY_NAME = _index()
+
+
+def lookup(name: str) -> ResourceType:
+    """Resolve a kind ("Cluster"), plural, singular, short name ("rb") or `plural.group`, any case.
+
+    Knows the built-in kinds and the common Kubernetes template kinds.
+    """
+    try:
+        return _BY_NAME[name.lower()]
+    except KeyError:
+        raise UnknownResourceError(f'the server doesn\'t have a resource type "{name}"') from None
+
+
+def for_kind(api_version: str, kind: str) -> ResourceType:
+    """The ResourceType of an object with this apiVersion and kind.
+
+    Unknown kinds are resource templates (Unstructured). A built-in kind at
+    another version of its group (an old `work.karmada.io/v1alpha1`
+    ResourceBinding) is an error rather than a template.
+    """
+    found = _BY_KIND.get((api_version, kind))
+    if found is not None:
+        return found
+    if not api_version or not kind:
+        # An object built in code without its type fields would otherwise
+        # become a template of kind "" stored under resource "s".
+        raise UnknownResourceError(f'apiVersion and kind are required, got "{api_version}" and "{kind}"')
+    group, _ = split_api_version(api_version)
+    builtin = _BUILTIN_GROUP_KINDS.get((group, kind))
+    if builtin is not None:
+        raise UnknownResourceError(f'{kind} is served at apiVersion "{builtin.api_version}", not "{api_version}"')
+    for rt in WELL_KNOWN_TEMPLATES:
+        if rt.api_version == api_version and rt.kind == kind:
+            return rt
+    return template_type(api_version, kind)
+
+
+def for_message(message_cls: type[Message]) -> ResourceType:
+    """The built-in ResourceType whose objects are this message class."""
+    try:
+        return _BY_MESSAGE[message_cls]
+    except KeyError:
+        raise UnknownResourceError(
+            f"{message_cls.DESCRIPTOR.full_name} is not a built-in kind; use for_kind(api_version, kind)"
+        ) from None
+
+
+def for_object(obj: Message) -> ResourceType:
+    """The ResourceType of a message object, built-in or template, from its apiVersion and kind."""
+    if type(obj) in _BY_MESSAGE:
+        return _BY_MESSAGE[type(obj)]
+    return for_kind(obj.api_version, obj.kind)  # type: ignore[attr-defined]

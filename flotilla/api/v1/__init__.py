@@ -1,0 +1,1 @@
+"""Messages generated from protos/flotilla/v1 by scripts/gen_protos.py. Do not edit."""
