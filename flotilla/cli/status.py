@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ import aetcd
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from flotilla.cli.connection import open_store
+from flotilla.cli.table import table
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
 
@@ -43,8 +46,6 @@ async def collect(client: aetcd.Client) -> list[InstanceStatus]:
 
 
 def render(statuses: Sequence[InstanceStatus]) -> str:
-    from flotilla.cli.table import table
-
     counts: dict[str, int] = {}
     for s in statuses:
         counts[s.endpoint.service] = counts.get(s.endpoint.service, 0) + 1
@@ -84,3 +85,18 @@ async def wait_for_services(
                 raise TimeoutError(f"services not SERVING after {timeout:.0f}s: {', '.join(missing)}")
             # Processes starting up give no signal to await: poll the registry.
             await asyncio.sleep(0.1)
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    async with open_store(args) as store:
+        statuses = await collect(store.client)
+    if not statuses:
+        print(f"No services registered in etcd at {store.endpoints}.")
+        return 0
+    print(render(statuses))
+    return 0 if all(s.health == "SERVING" for s in statuses) else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("status", help="each service: replicas, leader, health, address")
+    p.set_defaults(run=cmd_status)
