@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import contextlib
+import io
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
+from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
+from flotilla.store.leader import ELECTION_PREFIX
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -29,10 +39,18 @@ def private_etcd(tmp_path: Path) -> Iterator[EmbeddedEtcd]:
     server.stop()
 
 
+async def wipe_objects(store: Store) -> None:
+    """Delete every object, keeping the registrations of services a fixture started."""
+    keep = (ENDPOINTS_PREFIX.encode(), ELECTION_PREFIX.encode())
+    for kv in await store.client.get_prefix(b"/flotilla/"):
+        if not kv.key.startswith(keep):
+            await store.client.delete(kv.key)
+
+
 @pytest.fixture
 async def store(etcd: EmbeddedEtcd) -> AsyncIterator[Store]:
     s = await Store.connect(etcd.endpoint)
-    await s.client.delete_prefix(b"/flotilla/")
+    await wipe_objects(s)
     yield s
     await s.close()
 
@@ -42,3 +60,89 @@ async def private_store(private_etcd: EmbeddedEtcd) -> AsyncIterator[Store]:
     s = await Store.connect(private_etcd.endpoint)
     yield s
     await s.close()
+
+
+def start_service(name: str, etcd: EmbeddedEtcd, data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start `python -m services.<name>` and return once it is registered in etcd."""
+    log = open(data_dir / f"{name}.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", f"services.{name}", "--etcd-endpoints", etcd.endpoint,
+         "--metrics-port", "-1", "--data-dir", str(data_dir), *args],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+
+    async def registered() -> None:
+        s = await Store.connect(etcd.endpoint)
+        try:
+            async with asyncio.timeout(30):
+                while not any(e.pid == proc.pid for e in await list_endpoints(s.client, name)):
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{name} exited: {(data_dir / f'{name}.log').read_text()[-2000:]}")
+                    await asyncio.sleep(0.05)
+        finally:
+            await s.close()
+
+    asyncio.run(registered())
+    return proc
+
+
+def stop_service(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def webhook(etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+    """The webhook service, running as its own process against the session etcd."""
+    proc = start_service("webhook", etcd, tmp_path_factory.mktemp("webhook"))
+    yield proc
+    stop_service(proc)
+
+
+@dataclass
+class CtlResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def ctl(etcd: EmbeddedEtcd) -> Callable[..., CtlResult]:
+    """Run flotillactl in-process against the session etcd (for sync tests)."""
+    from flotilla.cli.main import main
+
+    def run(*args: str, stdin: str | None = None) -> CtlResult:
+        out, err = io.StringIO(), io.StringIO()
+        old_stdin = sys.stdin
+        if stdin is not None:
+            sys.stdin = io.StringIO(stdin)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(["--etcd-endpoints", etcd.endpoint, *args])
+                except SystemExit as e:  # argparse usage errors
+                    code = int(e.code or 0)
+        finally:
+            sys.stdin = old_stdin
+        return CtlResult(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def clean_etcd(etcd: EmbeddedEtcd) -> EmbeddedEtcd:
+    """For sync tests: no objects left from earlier tests."""
+
+    async def wipe() -> None:
+        s = await Store.connect(etcd.endpoint)
+        try:
+            await wipe_objects(s)
+        finally:
+            await s.close()
+
+    asyncio.run(wipe())
+    return etcd

@@ -1,0 +1,53 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AdmissionRequest(_message.Message):
+    __slots__ = ("object_json",)
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    object_json: str
+    def __init__(self, object_json: _Optional[str] = ...) -> None: ...
+
+class FieldViolation(_message.Message):
+    __slots__ = ("path", "reason")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    reason: str
+    def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class AdmissionResponse(_message.Message):
+    __slots__ = ("allowed", "object_json", "result", "violations")
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    allowed: bool
+    object_json: str
+    result: str
+    violations: _containers.RepeatedCompositeFieldContainer[FieldViolation]
+    def __init__(self, allowed: _Optional[bool] = ..., object_json: _Optional[str] = ..., result: _Optional[str] = ..., violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ...) -> None: ...
+
+class DeleteRequest(_message.Message):
+    __slots__ = ("api_version", "kind", "namespace", "name", "resource_version")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    resource_version: str
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., resource_version: _Optional[str] = ...) -> None: ...
+
+class DeleteResponse(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: str
+    def __init__(self, result: _Optional[str] = ...) -> None: ...

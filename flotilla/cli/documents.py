@@ -1,0 +1,40 @@
+"""Reading `-f FILE|-` arguments into documents, and naming objects the way output lines do."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flotilla.api import codec
+from flotilla.cli.errors import CLIError
+
+
+def read_documents(paths: list[str]) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        except OSError as e:
+            raise CLIError(f"cannot read {path}: {e.strerror or e}") from e
+        try:
+            found = codec.load_yaml_documents(text)
+        except (yaml.YAMLError, ValueError) as e:
+            raise CLIError(f"{path}: {e}") from e
+        for i, doc in enumerate(found):
+            if not isinstance(doc, dict):
+                raise CLIError(f"{path}: document {i + 1} is not an object")
+        docs.extend(found)
+    if not docs:
+        raise CLIError(f"no objects found in {', '.join(paths)}")
+    return docs
+
+
+def display_name(doc: Mapping[str, Any]) -> str:
+    """`kind/name` as apply and delete print it (kind in lower case)."""
+    kind = str(doc.get("kind") or "unknown").lower()
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    return f"{kind}/{meta.get('name') or '<unnamed>'}"

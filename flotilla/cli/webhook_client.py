@@ -1,0 +1,52 @@
+"""Reaching the webhook service: found through the endpoint registry, like every service."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import grpc
+
+from flotilla.api.v1 import webhook_pb2_grpc
+from flotilla.cli.errors import CLIError
+from flotilla.store import Store
+from flotilla.store.endpoints import list_endpoints
+
+R = TypeVar("R")
+TIMEOUT = 30.0
+
+
+class WebhookConflict(CLIError):
+    """The object changed since it was read (gRPC ABORTED)."""
+
+
+class WebhookClient:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._addresses: list[str] | None = None
+
+    async def addresses(self) -> list[str]:
+        if self._addresses is None:
+            found = await list_endpoints(self.store.client, "webhook")
+            if not found:
+                raise CLIError(
+                    f"no webhook service is registered in etcd at {self.store.endpoints} (is `flotilla up` running?)"
+                )
+            self._addresses = [e.address for e in found]
+        return self._addresses
+
+    async def call(self, method: Callable[[webhook_pb2_grpc.WebhookStub], Callable[..., Awaitable[R]]],
+                   request: object) -> R:
+        """Call one RPC, trying each registered replica until one answers."""
+        tried = []
+        for address in await self.addresses():
+            async with grpc.aio.insecure_channel(address) as channel:
+                try:
+                    return await method(webhook_pb2_grpc.WebhookStub(channel))(request, timeout=TIMEOUT)
+                except grpc.aio.AioRpcError as e:
+                    if e.code() == grpc.StatusCode.ABORTED:
+                        raise WebhookConflict(e.details() or "conflict") from e
+                    if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                        raise CLIError(e.details() or e.code().name) from e
+                    tried.append(address)
+        raise CLIError(f"cannot reach the webhook at {', '.join(tried)}")

@@ -1,0 +1,113 @@
+"""The write path: parse, default, validate, then create or update with compare-and-swap.
+
+A user's document owns spec, labels and annotations; the server owns uid,
+creation time, generation, resourceVersion and status, and controllers own
+the finalizers they added, so an apply keeps those from the stored object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.message import Message
+
+from flotilla.api import codec, registry
+from flotilla.api.codec import CodecError, FieldError
+from flotilla.runtime.clock import Clock
+from flotilla.store import Conflict, Store
+from services.webhook.defaulting import AdmissionConfig, default_object
+from services.webhook.validation import validate_object
+
+CREATED, CONFIGURED, UNCHANGED = "created", "configured", "unchanged"
+DELETED, TERMINATING = "deleted", "terminating"
+
+
+@dataclass
+class Review:
+    obj: Message | None
+    old: Message | None = None
+    errors: list[FieldError] = field(default_factory=list)
+
+    @property
+    def allowed(self) -> bool:
+        return self.obj is not None and not self.errors
+
+
+@dataclass
+class Outcome:
+    review: Review
+    result: str = ""
+
+
+class Admission:
+    def __init__(self, store: Store, clock: Clock, config: AdmissionConfig | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.config = config or AdmissionConfig()
+
+    async def review(self, doc: Any, validate: bool = True) -> Review:
+        """Parse, default and (optionally) validate a document against what is stored."""
+        try:
+            obj = codec.from_dict(doc)
+        except CodecError as e:
+            return Review(None, errors=e.errors)
+        except registry.UnknownResourceError as e:
+            return Review(None, errors=[FieldError("kind", str(e))])
+        rt = registry.for_object(obj)
+        meta = obj.metadata
+        if rt.namespaced and not meta.namespace:
+            meta.namespace = "default"
+        if not rt.namespaced:
+            meta.namespace = ""
+        old = await self.store.try_get(rt, meta.namespace, meta.name) if meta.name else None
+        if old is not None:
+            _keep_server_fields(obj, old)
+        default_object(obj, old, self.config, self.clock.now())
+        errors = validate_object(obj, old, self.config) if validate else []
+        return Review(obj, old, errors)
+
+    async def apply(self, doc: Any, attempts: int = 5) -> Outcome:
+        """Create or update. Without a resourceVersion in the document, a conflict with
+        a concurrent writer is retried from a fresh read; with one, it is the caller's."""
+        pinned = isinstance(doc, dict) and bool((doc.get("metadata") or {}).get("resourceVersion"))
+        for _ in range(attempts):
+            review = await self.review(doc)
+            if not review.allowed:
+                return Outcome(review)
+            obj = review.obj
+            assert obj is not None
+            try:
+                if review.old is None:
+                    review.obj = await self.store.create(obj)
+                    return Outcome(review, CREATED)
+                stored = await self.store.update(obj)
+            except Conflict:
+                if pinned:
+                    raise
+                continue
+            review.obj = stored
+            unchanged = stored.metadata.resource_version == review.old.metadata.resource_version
+            return Outcome(review, UNCHANGED if unchanged else CONFIGURED)
+        raise Conflict("the object kept changing while it was being applied; try again")
+
+    async def delete(self, api_version: str, kind: str, namespace: str, name: str,
+                     resource_version: str = "") -> str:
+        rt = registry.for_kind(api_version, kind)
+        if rt.namespaced and not namespace:
+            namespace = "default"
+        remaining = await self.store.delete(rt, namespace if rt.namespaced else "", name,
+                                            resource_version or None)
+        return DELETED if remaining is None else TERMINATING
+
+
+def _keep_server_fields(obj: Message, old: Message) -> None:
+    meta, old_meta = obj.metadata, old.metadata
+    finalizers = list(old_meta.finalizers)
+    finalizers += [f for f in meta.finalizers if f not in finalizers]
+    del meta.finalizers[:]
+    meta.finalizers.extend(finalizers)
+    if not meta.resource_version:
+        meta.resource_version = old_meta.resource_version
+    if not meta.owner_references:
+        meta.owner_references.extend(old_meta.owner_references)
