@@ -51,6 +51,8 @@ class ServiceContext:
     tracer: trace.Tracer
     server: grpc.aio.Server | None = None
     elector: LeaderElector | None = None
+    # What servicers and leader work of one service share (e.g. in-memory state to inspect).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -63,7 +65,6 @@ class ServiceSpec:
     # Leader-only work; cancelled on leadership loss or shutdown.
     lead: Callable[[ServiceContext], Awaitable[None]] | None = None
     leader_elect: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:

@@ -1,0 +1,167 @@
+"""`flotillactl get KIND [NAME]`: objects from etcd as kubectl prints them."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from flotilla.api import registry
+from flotilla.api.registry import ResourceType, UnknownResourceError
+from flotilla.cli import printers
+from flotilla.cli.connection import open_store
+from flotilla.cli.errors import CLIError
+from flotilla.store import Store
+
+OUTPUTS = ("wide", "json", "yaml", "name")
+DEFAULT_NAMESPACE = "default"
+
+# key=value or key==value; keys may carry a DNS prefix (`app.kubernetes.io/name`).
+_EQUALITY = re.compile(r"^\s*([A-Za-z0-9][-A-Za-z0-9_./]*)\s*==?\s*([-A-Za-z0-9_.]*)\s*$")
+
+
+def parse_selector(text: str | None) -> dict[str, str] | None:
+    """`-l app=web,tier=front` as a dict; only equality terms are supported."""
+    if not text:
+        return None
+    selector: dict[str, str] = {}
+    for term in text.split(","):
+        match = _EQUALITY.match(term)
+        if match is None:
+            raise CLIError(f'unsupported label selector "{text}": only key=value terms, separated by commas')
+        selector[match.group(1)] = match.group(2)
+    return selector
+
+
+def split_kind_name(kind: str, name: str | None) -> tuple[str, str | None]:
+    """Accept kubectl's `KIND NAME` and `KIND/NAME` forms."""
+    if "/" not in kind:
+        return kind, name
+    if name:
+        raise CLIError(f'there is no need to give a name after "{kind}": it already names the object')
+    kind, _, name = kind.partition("/")
+    if not kind or not name:
+        raise CLIError(f'"{kind}/{name}": expected KIND/NAME')
+    return kind, name
+
+
+def namespace_for(rt: ResourceType, namespace: str | None, all_namespaces: bool = False) -> str | None:
+    """The namespace to read; None means every namespace (or a cluster-scoped kind)."""
+    if not rt.namespaced or all_namespaces:
+        return None
+    return namespace or DEFAULT_NAMESPACE
+
+
+async def resolve_kind(store: Store, name: str) -> ResourceType:
+    """A built-in or well-known kind by any of its names, else a kind some stored CRD defines."""
+    try:
+        return registry.lookup(name)
+    except UnknownResourceError:
+        found = await _custom_kind(store, name)
+        if found is None:
+            raise
+        return found
+
+
+async def _custom_kind(store: Store, name: str) -> ResourceType | None:
+    # kubectl learns custom kinds from discovery, which serves what the CRDs declare;
+    # CRDs are resource templates here, so they are in etcd for the reading.
+    wanted = name.lower()
+    for crd in (await store.list(registry.lookup("customresourcedefinitions"))).items:
+        spec = printers.content(crd).get("spec") or {}
+        names = spec.get("names") or {}
+        group, kind, plural = spec.get("group", ""), names.get("kind", ""), names.get("plural", "")
+        singular = names.get("singular") or kind.lower()
+        aliases = {kind.lower(), plural, singular, *names.get("shortNames", [])}
+        aliases |= {f"{plural}.{group}", f"{singular}.{group}"}
+        version = _served_version(spec)
+        if wanted not in aliases or not kind or not group or not version:
+            continue
+        # Stored where every writer puts templates of this kind; scoped as the CRD says.
+        rt = registry.for_kind(f"{group}/{version}", kind)
+        return dataclasses.replace(rt, namespaced=spec.get("scope", "Namespaced") != "Cluster")
+    return None
+
+
+def _served_version(spec: dict[str, Any]) -> str:
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    for v in versions:
+        if v.get("storage"):
+            return str(v.get("name", ""))
+    return str(versions[0].get("name", "")) if versions else str(spec.get("version", ""))
+
+
+def render(
+    rt: ResourceType,
+    objs: list[Any],
+    output: str | None,
+    now: datetime,
+    *,
+    single: bool,
+    all_namespaces: bool,
+) -> str:
+    """The text `get` prints for objects already fetched, in the chosen output format."""
+    if output == "json":
+        return printers.render_json(rt, objs, single)
+    if output == "yaml":
+        return printers.render_yaml(rt, objs, single)
+    if output == "name":
+        return printers.render_names(rt, objs)
+    return printers.render_table(rt, objs, now, wide=output == "wide", namespace_column=all_namespaces)
+
+
+async def fetch(store: Store, rt: ResourceType, args: argparse.Namespace, name: str | None) -> list[Any]:
+    namespace = namespace_for(rt, args.namespace, args.all_namespaces)
+    if name is None:
+        listed = await store.list(rt, namespace, parse_selector(args.selector))
+        return printers.display_order(rt, listed.items)
+    obj = await store.try_get(rt, namespace or "", name)
+    if obj is None:
+        raise CLIError(f'{rt.plural} "{name}" not found')
+    return [obj]
+
+
+def _check(args: argparse.Namespace, name: str | None) -> None:
+    if args.output is not None and args.output not in OUTPUTS:
+        raise CLIError(
+            f'unable to match a printer suitable for the output format "{args.output}", '
+            f"allowed formats are: {','.join(sorted(OUTPUTS))}"
+        )
+    if name is not None and args.selector:
+        raise CLIError("name cannot be provided when a selector is specified")
+    if name is not None and args.all_namespaces:
+        raise CLIError("a resource cannot be retrieved by name across all namespaces")
+
+
+async def cmd_get(args: argparse.Namespace) -> int:
+    kind, name = split_kind_name(args.kind, args.name)
+    _check(args, name)
+    parse_selector(args.selector)  # a bad selector fails before etcd is dialled
+    async with open_store(args) as store:
+        rt = await resolve_kind(store, kind)
+        objs = await fetch(store, rt, args, name)
+    if not objs and args.output not in ("json", "yaml"):
+        # kubectl says so on stderr, so that a script reading stdout sees nothing.
+        print(printers.no_resources(namespace_for(rt, args.namespace, args.all_namespaces)), file=sys.stderr)
+        return 0
+    all_namespaces = bool(args.all_namespaces) and rt.namespaced
+    print(render(rt, objs, args.output, datetime.now(UTC), single=name is not None, all_namespaces=all_namespaces))
+    return 0
+
+
+def add_namespace_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--namespace", default=None, help=f"namespace (default: {DEFAULT_NAMESPACE})")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("get", help="list or show objects, as kubectl get")
+    p.add_argument("kind", metavar="KIND", help="clusters, pp, rb, works, deployments, … (or KIND/NAME)")
+    p.add_argument("name", metavar="NAME", nargs="?", default=None)
+    add_namespace_flag(p)
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    p.add_argument("-o", "--output", default=None, help="wide, json, yaml or name")
+    p.add_argument("-l", "--selector", default=None, help="label selector: key=value[,key=value…]")
+    p.set_defaults(run=cmd_get)

@@ -1,0 +1,383 @@
+"""What `flotillactl get` prints: per-kind table columns, and objects as JSON, YAML or names.
+
+Columns follow Karmada's CRD printer columns for Karmada kinds and kubectl's
+built-in printers for Kubernetes kinds. Every function here is pure (objects
+and a time in, text out) so that tests need no etcd.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from google.protobuf.message import Message
+
+from flotilla.api import codec, conditions, registry
+from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import meta_pb2
+from flotilla.cli.age import since
+from flotilla.cli.table import table
+
+Cell = Callable[[Any, datetime], str]
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Cell
+    # Shown only with `-o wide`.
+    wide: bool = False
+
+
+# -- cells shared by every kind -------------------------------------------------
+
+
+def _name(obj: Any, now: datetime) -> str:
+    return str(obj.metadata.name)
+
+
+def _age(obj: Any, now: datetime) -> str:
+    return since(obj.metadata.creation_timestamp, now)
+
+
+NAME = Column("NAME", _name)
+AGE = Column("AGE", _age)
+
+
+def content(obj: Any) -> dict[str, Any]:
+    """A template's JSON body (spec, status, data, …); {} when it holds nothing usable."""
+    if not isinstance(obj, meta_pb2.Unstructured) or not obj.content:
+        return {}
+    try:
+        data = json.loads(obj.content)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _dig(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _condition(type_: str) -> Cell:
+    # Karmada's columns are JSONPath on status.conditions: blank when the condition is absent.
+    return lambda obj, now: conditions.condition_status(obj.status.conditions, type_)
+
+
+# -- Karmada and Flotilla kinds -------------------------------------------------
+
+
+def _cluster_ready(obj: Any, now: datetime) -> str:
+    # A cluster the status controller has not probed yet has no Ready condition:
+    # its readiness is unknown, which says more than a blank cell.
+    return conditions.condition_status(obj.status.conditions, "Ready") or conditions.UNKNOWN
+
+
+CLUSTER_COLUMNS = [
+    NAME,
+    Column("VERSION", lambda o, now: o.status.kubernetes_version),
+    Column("MODE", lambda o, now: o.spec.sync_mode),
+    Column("READY", _cluster_ready),
+    AGE,
+    Column("APIENDPOINT", lambda o, now: o.spec.api_endpoint, wide=True),
+    Column("PROVIDER", lambda o, now: o.spec.provider, wide=True),
+    Column("REGION", lambda o, now: o.spec.region, wide=True),
+    Column("ZONE", lambda o, now: o.spec.zone or ",".join(o.spec.zones), wide=True),
+]
+
+POLICY_COLUMNS = [
+    NAME,
+    # Karmada's CRD defaults both fields (Abort, 0); show what its API server would.
+    Column("CONFLICT-RESOLUTION", lambda o, now: o.spec.conflict_resolution or "Abort"),
+    Column("PRIORITY", lambda o, now: str(o.spec.priority)),
+    AGE,
+]
+
+
+def _target_clusters(obj: Any, now: datetime) -> str:
+    return ",".join(f"{c.name}:{c.replicas}" for c in obj.spec.clusters)
+
+
+def _evicting(obj: Any, now: datetime) -> str:
+    return ",".join(t.from_cluster for t in obj.spec.graceful_eviction_tasks)
+
+
+BINDING_COLUMNS = [
+    NAME,
+    Column("SCHEDULED", _condition("Scheduled")),
+    Column("FULLYAPPLIED", _condition("FullyApplied")),
+    AGE,
+    # Where the replicas are and which clusters are being drained: the failover at a glance.
+    Column("CLUSTERS", _target_clusters, wide=True),
+    Column("EVICTING", _evicting, wide=True),
+]
+
+
+def _workload_kind(obj: Any, now: datetime) -> str:
+    for raw in obj.spec.workload.manifests:
+        try:
+            manifest = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(manifest, dict):
+            return str(manifest.get("kind", ""))
+    return ""
+
+
+WORK_COLUMNS = [
+    NAME,
+    Column("WORKLOAD-KIND", _workload_kind),
+    Column("APPLIED", _condition("Applied")),
+    AGE,
+]
+
+INTERPRETER_COLUMNS = [
+    NAME,
+    Column("TARGET-API-VERSION", lambda o, now: o.spec.target.api_version),
+    Column("TARGET-KIND", lambda o, now: o.spec.target.kind),
+    AGE,
+]
+
+LEASE_COLUMNS = [NAME, Column("HOLDER", lambda o, now: o.spec.holder_identity), AGE]
+
+
+def event_interval(event: Any, now: datetime) -> str:
+    """`5m`, or `5m (x3 over 20m)` for an event seen more than once, as kubectl shows it."""
+    first = since(event.first_timestamp, now)
+    last = since(event.last_timestamp, now) if event.last_timestamp.seconds else first
+    return f"{last} (x{event.count} over {first})" if event.count > 1 else last
+
+
+def _event_object(event: Any, now: datetime) -> str:
+    ref = event.involved_object
+    return f"{ref.kind.lower()}/{ref.name}" if ref.name else ref.kind.lower()
+
+
+def event_source(event: Any) -> str:
+    component = event.source.component or event.reporting_component
+    host = event.source.host or event.reporting_instance
+    return f"{component}, {host}" if host else component
+
+
+EVENT_COLUMNS = [
+    Column("LAST SEEN", event_interval),
+    Column("TYPE", lambda e, now: e.type),
+    Column("REASON", lambda e, now: e.reason),
+    Column("OBJECT", _event_object),
+    Column("SUBOBJECT", lambda e, now: e.involved_object.field_path, wide=True),
+    Column("SOURCE", lambda e, now: event_source(e), wide=True),
+    Column("MESSAGE", lambda e, now: e.message.strip()),
+    Column("FIRST SEEN", lambda e, now: since(e.first_timestamp, now), wide=True),
+    Column("COUNT", lambda e, now: str(e.count), wide=True),
+    Column("NAME", _name, wide=True),
+]
+
+_BUILTIN_COLUMNS: dict[str, list[Column]] = {
+    registry.CLUSTER.kind: CLUSTER_COLUMNS,
+    registry.PROPAGATION_POLICY.kind: POLICY_COLUMNS,
+    registry.CLUSTER_PROPAGATION_POLICY.kind: POLICY_COLUMNS,
+    registry.RESOURCE_BINDING.kind: BINDING_COLUMNS,
+    registry.CLUSTER_RESOURCE_BINDING.kind: BINDING_COLUMNS,
+    registry.WORK.kind: WORK_COLUMNS,
+    registry.RESOURCE_INTERPRETER_CUSTOMIZATION.kind: INTERPRETER_COLUMNS,
+    registry.LEASE.kind: LEASE_COLUMNS,
+    registry.EVENT.kind: EVENT_COLUMNS,
+}
+
+
+# -- resource templates (Kubernetes kinds, from their JSON) ---------------------
+
+
+def _of_content(fn: Callable[[dict[str, Any]], str]) -> Cell:
+    return lambda obj, now: fn(content(obj))
+
+
+def _ready_of_desired(body: dict[str, Any]) -> str:
+    # The API server defaults spec.replicas to 1; a template applied without it means 1.
+    desired = _int(_dig(body, "spec", "replicas"), 1)
+    return f"{_int(_dig(body, 'status', 'readyReplicas'))}/{desired}"
+
+
+def _containers(body: dict[str, Any]) -> list[dict[str, Any]]:
+    found = _dig(body, "spec", "template", "spec", "containers")
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def format_label_selector(selector: Any) -> str:
+    """A LabelSelector as kubectl prints it: `app=nginx,tier in (web,api)`; `<none>` when empty."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        if op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+        else:
+            parts.append(f"{key} {op.lower()} ({','.join(sorted(values))})")
+    return ",".join(parts) or "<none>"
+
+
+def _service_ports(body: dict[str, Any]) -> str:
+    ports = []
+    for port in _dig(body, "spec", "ports") or []:
+        protocol = port.get("protocol") or "TCP"
+        node_port = port.get("nodePort")
+        ports.append(f"{port.get('port')}:{node_port}/{protocol}" if node_port else f"{port.get('port')}/{protocol}")
+    return ",".join(ports) or "<none>"
+
+
+def _service_external_ip(body: dict[str, Any]) -> str:
+    spec = body.get("spec") or {}
+    kind = spec.get("type") or "ClusterIP"
+    external = list(spec.get("externalIPs") or [])
+    if kind == "ExternalName":
+        return str(spec.get("externalName", ""))
+    if kind == "LoadBalancer":
+        ingress = _dig(body, "status", "loadBalancer", "ingress") or []
+        found = [i.get("ip") or i.get("hostname") for i in ingress if isinstance(i, dict)]
+        return ",".join([f for f in found if f] + external) or "<pending>"
+    return ",".join(external) or "<none>"
+
+
+DEPLOYMENT_COLUMNS = [
+    NAME,
+    Column("READY", _of_content(_ready_of_desired)),
+    Column("UP-TO-DATE", _of_content(lambda b: str(_int(_dig(b, "status", "updatedReplicas"))))),
+    Column("AVAILABLE", _of_content(lambda b: str(_int(_dig(b, "status", "availableReplicas"))))),
+    AGE,
+    Column("CONTAINERS", _of_content(lambda b: ",".join(str(c.get("name", "")) for c in _containers(b))), wide=True),
+    Column("IMAGES", _of_content(lambda b: ",".join(str(c.get("image", "")) for c in _containers(b))), wide=True),
+    Column("SELECTOR", _of_content(lambda b: format_label_selector(_dig(b, "spec", "selector"))), wide=True),
+]
+
+STATEFULSET_COLUMNS = [
+    NAME,
+    Column("READY", _of_content(_ready_of_desired)),
+    AGE,
+    Column("CONTAINERS", _of_content(lambda b: ",".join(str(c.get("name", "")) for c in _containers(b))), wide=True),
+    Column("IMAGES", _of_content(lambda b: ",".join(str(c.get("image", "")) for c in _containers(b))), wide=True),
+]
+
+CONFIGMAP_COLUMNS = [
+    NAME,
+    Column("DATA", _of_content(lambda b: str(len(b.get("data") or {}) + len(b.get("binaryData") or {})))),
+    AGE,
+]
+
+# stringData is write-only in Kubernetes (merged into data); a stored template may still carry it.
+SECRET_COLUMNS = [
+    NAME,
+    Column("TYPE", _of_content(lambda b: str(b.get("type") or "Opaque"))),
+    Column("DATA", _of_content(lambda b: str(len({**(b.get("data") or {}), **(b.get("stringData") or {})})))),
+    AGE,
+]
+
+SERVICE_COLUMNS = [
+    NAME,
+    Column("TYPE", _of_content(lambda b: str(_dig(b, "spec", "type") or "ClusterIP"))),
+    Column("CLUSTER-IP", _of_content(lambda b: str(_dig(b, "spec", "clusterIP") or "<none>"))),
+    Column("EXTERNAL-IP", _of_content(_service_external_ip)),
+    Column("PORT(S)", _of_content(_service_ports)),
+    AGE,
+    Column("SELECTOR", _of_content(lambda b: format_label_selector({"matchLabels": _dig(b, "spec", "selector")})),
+           wide=True),
+]
+
+_TEMPLATE_COLUMNS: dict[tuple[str, str], list[Column]] = {
+    ("apps", "Deployment"): DEPLOYMENT_COLUMNS,
+    ("apps", "StatefulSet"): STATEFULSET_COLUMNS,
+    ("", "ConfigMap"): CONFIGMAP_COLUMNS,
+    ("", "Secret"): SECRET_COLUMNS,
+    ("", "Service"): SERVICE_COLUMNS,
+}
+
+
+def columns_for(rt: ResourceType) -> list[Column]:
+    """Every column of a kind, wide ones included; anything not listed gets NAME and AGE."""
+    if rt.is_template:
+        return _TEMPLATE_COLUMNS.get((rt.group, rt.kind), [NAME, AGE])
+    return _BUILTIN_COLUMNS.get(rt.kind, [NAME, AGE])
+
+
+# -- output formats ---------------------------------------------------------------
+
+_LINE_BREAKS = re.compile(r"[\r\n\t]+")
+
+
+def render_table(
+    rt: ResourceType,
+    objs: Sequence[Any],
+    now: datetime,
+    *,
+    wide: bool = False,
+    namespace_column: bool = False,
+) -> str:
+    """The kubectl table; `namespace_column` (for -A) adds NAMESPACE first on namespaced kinds."""
+    columns = [c for c in columns_for(rt) if wide or not c.wide]
+    headers = [c.header for c in columns]
+    # A newline or tab in a message would tear the row out of the table.
+    rows = [[_LINE_BREAKS.sub(" ", c.cell(obj, now)) for c in columns] for obj in objs]
+    if namespace_column and rt.namespaced:
+        headers = ["NAMESPACE", *headers]
+        rows = [[obj.metadata.namespace, *row] for obj, row in zip(objs, rows, strict=True)]
+    return table(headers, rows)
+
+
+def display_order(rt: ResourceType, objs: Sequence[Any]) -> list[Any]:
+    """etcd's key order (namespace, name), except events: their names end in a hash, so time it is."""
+    if rt == registry.EVENT:
+        return sorted(objs, key=lambda e: (e.last_timestamp.seconds or e.first_timestamp.seconds, e.metadata.name))
+    return list(objs)
+
+
+def with_type_fields(rt: ResourceType, obj: Message) -> Message:
+    """The object with apiVersion and kind set: objects built in code may leave them empty."""
+    if obj.api_version and obj.kind:  # type: ignore[attr-defined]
+        return obj
+    filled = type(obj)()
+    filled.CopyFrom(obj)
+    filled.api_version = filled.api_version or rt.api_version  # type: ignore[attr-defined]
+    filled.kind = filled.kind or rt.kind  # type: ignore[attr-defined]
+    return filled
+
+
+def as_document(rt: ResourceType, objs: Sequence[Message], single: bool) -> dict[str, Any]:
+    """One object in Karmada's JSON shape, or kubectl's `List` of them."""
+    items = [codec.to_dict(with_type_fields(rt, obj)) for obj in objs]
+    if single:
+        return items[0]
+    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+
+def render_json(rt: ResourceType, objs: Sequence[Message], single: bool) -> str:
+    # kubectl indents JSON by four spaces.
+    return codec.to_json(as_document(rt, objs, single), indent=4)
+
+
+def render_yaml(rt: ResourceType, objs: Sequence[Message], single: bool) -> str:
+    return codec.to_yaml(as_document(rt, objs, single)).rstrip("\n")
+
+
+def render_names(rt: ResourceType, objs: Sequence[Message]) -> str:
+    """`-o name`: `deployment.apps/nginx`, `configmap/settings`, as kubectl prints them."""
+    prefix = f"{rt.singular}.{rt.group}" if rt.group else rt.singular
+    return "\n".join(f"{prefix}/{obj.metadata.name}" for obj in objs)  # type: ignore[attr-defined]
+
+
+def no_resources(namespace: str | None) -> str:
+    """What kubectl says for an empty list: naming the namespace when one was asked for."""
+    return f"No resources found in {namespace} namespace." if namespace else "No resources found"

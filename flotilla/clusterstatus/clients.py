@@ -1,0 +1,36 @@
+"""One MemberClient per cluster, rebuilt when the cluster's endpoint or credentials change."""
+
+from __future__ import annotations
+
+from flotilla.api.v1 import cluster_pb2
+from flotilla.credentials import load_credentials
+from flotilla.member import Credentials, MemberClient
+from flotilla.store import Store
+
+
+class MemberClients:
+    def __init__(self, store: Store, timeout: float) -> None:
+        self.store = store
+        self.timeout = timeout
+        self._clients: dict[str, tuple[Credentials, MemberClient]] = {}
+
+    async def get(self, cluster: cluster_pb2.Cluster) -> MemberClient:
+        credentials = await load_credentials(self.store, cluster)
+        name = cluster.metadata.name
+        cached = self._clients.get(name)
+        if cached is not None and cached[0] == credentials:
+            return cached[1]
+        if cached is not None:
+            await cached[1].close()
+        client = MemberClient(credentials, timeout=self.timeout)
+        self._clients[name] = (credentials, client)
+        return client
+
+    async def drop(self, name: str) -> None:
+        cached = self._clients.pop(name, None)
+        if cached is not None:
+            await cached[1].close()
+
+    async def close(self) -> None:
+        for name in list(self._clients):
+            await self.drop(name)

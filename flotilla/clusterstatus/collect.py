@@ -1,0 +1,58 @@
+"""Collecting what Cluster.status reports besides Ready (spec §3 step 5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from flotilla.api.conditions import FALSE, TRUE, set_condition
+from flotilla.api.v1 import cluster_pb2
+from flotilla.member import MemberClient, node_summary, resource_summary
+
+COMPLETE_API_ENABLEMENTS = "CompleteAPIEnablements"
+
+
+@dataclass(frozen=True)
+class Collected:
+    kubernetes_version: str
+    api_enablements: list[tuple[str, list[tuple[str, str]]]]
+    complete: bool
+    node_summary: dict[str, int] = field(default_factory=dict)
+    resource_summary: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+async def collect(client: MemberClient) -> Collected:
+    version = await client.version()
+    try:
+        enablements, complete = await client.api_enablements(), True
+    except Exception:  # partial discovery still reports what it could
+        enablements, complete = [], False
+    nodes = await client.list_nodes()
+    pods = await client.list_pods()
+    return Collected(version, enablements, complete, node_summary(nodes), resource_summary(nodes, pods))
+
+
+def apply_collected(status: cluster_pb2.ClusterStatus, collected: Collected, now: datetime) -> None:
+    status.kubernetes_version = collected.kubernetes_version
+    del status.api_enablements[:]
+    for group_version, resources in collected.api_enablements:
+        status.api_enablements.add(
+            group_version=group_version,
+            resources=[cluster_pb2.APIResource(name=n, kind=k) for n, k in resources],
+        )
+    if not collected.complete:
+        set_condition(status.conditions, COMPLETE_API_ENABLEMENTS, FALSE, "Partial",
+                      f"might collect partial APIEnablements({len(collected.api_enablements)}) from the cluster", now)
+    elif collected.api_enablements:
+        set_condition(status.conditions, COMPLETE_API_ENABLEMENTS, TRUE, "Complete",
+                      "collected complete APIEnablements from the cluster", now)
+    else:
+        set_condition(status.conditions, COMPLETE_API_ENABLEMENTS, FALSE, "Empty",
+                      "collected empty APIEnablements from the cluster", now)
+    status.node_summary.total_num = collected.node_summary.get("totalNum", 0)
+    status.node_summary.ready_num = collected.node_summary.get("readyNum", 0)
+    summary = status.resource_summary
+    for name in ("allocatable", "allocating", "allocated"):
+        target = getattr(summary, name)
+        target.clear()
+        target.update(collected.resource_summary.get(name, {}))

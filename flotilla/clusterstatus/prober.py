@@ -1,0 +1,105 @@
+"""One probe of one cluster -> the status to publish, with the threshold filter's memory.
+
+`ClusterProber` keeps, per cluster, the filter state and a short probe
+history (for inspection). It does not write: it returns a `StatusUpdate`
+that the caller applies to a freshly read Cluster with one compare-and-swap.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from flotilla.api.conditions import TRUE, get_condition, set_condition
+from flotilla.api.v1 import cluster_pb2
+from flotilla.clusterstatus.collect import Collected, apply_collected, collect
+from flotilla.clusterstatus.observation import READY, ReadyObservation, client_failure, observe
+from flotilla.clusterstatus.thresholds import Thresholds, ThresholdState, filter_ready
+from flotilla.member import MemberClient, MemberError
+from flotilla.runtime.clock import Clock
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    time: datetime
+    online: bool
+    healthy: bool
+    observed: ReadyObservation
+    published: ReadyObservation
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """What a probe decided; `apply` writes it into any fresh copy of the status."""
+
+    ready: ReadyObservation
+    collected: Collected | None
+    now: datetime
+
+    def apply(self, status: cluster_pb2.ClusterStatus) -> bool:
+        before = status.SerializeToString(deterministic=True)
+        set_condition(status.conditions, READY, self.ready.status, self.ready.reason, self.ready.message, self.now)
+        if self.collected is not None:
+            apply_collected(status, self.collected, self.now)
+        return status.SerializeToString(deterministic=True) != before
+
+
+def persisted_ready(status: cluster_pb2.ClusterStatus) -> ReadyObservation | None:
+    condition = get_condition(status.conditions, READY)
+    if condition is None:
+        return None
+    return ReadyObservation(condition.status, condition.reason, condition.message)
+
+
+class ClusterProber:
+    def __init__(self, clock: Clock, thresholds: Thresholds, history: int = 20) -> None:
+        self.clock = clock
+        self.thresholds = thresholds
+        self._states: dict[str, ThresholdState] = {}
+        self._history: dict[str, deque[ProbeRecord]] = {}
+        self._history_len = history
+
+    def forget(self, name: str) -> None:
+        self._states.pop(name, None)
+        self._history.pop(name, None)
+
+    def state(self, name: str) -> ThresholdState | None:
+        return self._states.get(name)
+
+    def history(self, name: str) -> list[ProbeRecord]:
+        return list(self._history.get(name, ()))
+
+    async def probe(
+        self,
+        name: str,
+        status: cluster_pb2.ClusterStatus,
+        connect: Callable[[], Awaitable[MemberClient]],
+    ) -> StatusUpdate:
+        now = self.clock.now()
+        online = healthy = False
+        error = ""
+        client: MemberClient | None = None
+        try:
+            client = await connect()
+        except Exception as e:  # whatever stops a client being built obeys the threshold too
+            error = str(e) or type(e).__name__
+            observed = client_failure(error)
+        else:
+            health = await client.health()
+            online, healthy = health.online, health.healthy
+            observed = observe(online, healthy)
+        persisted = persisted_ready(status)
+        shown, self._states[name] = filter_ready(observed, persisted, self._states.get(name), now, self.thresholds)
+        collected = None
+        if client is not None and online and healthy and shown.status == TRUE:
+            try:
+                collected = await collect(client)
+            except MemberError as e:
+                error = str(e)
+        self._history.setdefault(name, deque(maxlen=self._history_len)).append(
+            ProbeRecord(now, online, healthy, observed, shown, error)
+        )
+        return StatusUpdate(shown, collected, now)

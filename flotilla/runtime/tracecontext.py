@@ -1,0 +1,30 @@
+"""Carrying one failover trace across services through the objects they change.
+
+The component that starts a failover writes its span's W3C traceparent onto
+the objects it touches (annotation `flotilla.io/traceparent`); the next
+component continues that trace from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from opentelemetry import context, trace
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+TRACEPARENT_ANNOTATION = "flotilla.io/traceparent"
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def traceparent(span: trace.Span) -> str:
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
+    return carrier.get("traceparent", "")
+
+
+def context_from(annotations: Mapping[str, str]) -> context.Context | None:
+    """The trace context stamped on an object, if any."""
+    value = annotations.get(TRACEPARENT_ANNOTATION)
+    if not value:
+        return None
+    return _PROPAGATOR.extract({"traceparent": value})

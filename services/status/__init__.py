@@ -1,0 +1,1 @@
+"""Cluster health: probes, thresholds, Pull-mode leases -> Cluster.status."""

@@ -1,0 +1,45 @@
+"""Field paths in Karmada's YAML spelling (`spec.placement.spreadConstraints[0].minGroups`) and error shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from flotilla.api.codec import FieldError
+
+
+def child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def index(path: str, i: int) -> str:
+    return f"{path}[{i}]"
+
+
+def key(path: str, map_key: str) -> str:
+    # The codec spells map entries the same way (`metadata.labels[app]`), so
+    # parse errors and admission errors point at fields alike.
+    return f"{path}[{map_key}]"
+
+
+def required(path: str) -> FieldError:
+    return FieldError(path, "required")
+
+
+def unsupported(path: str, value: str, supported: Iterable[str]) -> FieldError:
+    choices = ", ".join(f'"{s}"' for s in supported)
+    return FieldError(path, f'unsupported value "{value}": supported values: {choices}')
+
+
+def invalid(path: str, value: object, message: str) -> FieldError:
+    return FieldError(path, f"invalid value {_show(value)}: {message}")
+
+
+def check(path: str, value: str, problems: Callable[[str], list[str]]) -> Iterator[FieldError]:
+    """One error for `value` if the name rule `problems` finds anything wrong with it."""
+    found = problems(value)
+    if found:
+        yield invalid(path, value, "; ".join(found))
+
+
+def _show(value: object) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
