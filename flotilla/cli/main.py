@@ -9,12 +9,12 @@ from collections.abc import Sequence
 
 from flotilla.api.codec import CodecError
 from flotilla.api.registry import UnknownResourceError
-from flotilla.cli import apply, delete, status, taint
+from flotilla.cli import apply, delete, join, status, taint
 from flotilla.cli.errors import CLIError, short
 from flotilla.store import StoreError
 
 # Each command module has `register(subparsers)`, which sets `run` on its parser.
-COMMANDS = [apply, delete, taint, status]
+COMMANDS = [apply, delete, taint, join, status]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,8 +56,10 @@ def _brace_problem(text: str) -> str | None:
             depth -= 1
             if depth < 0:
                 return "unbalanced braces: '}' without '{'"
-    if depth or quote:
-        return "unbalanced braces: '{' without '}'" if depth else "unterminated quote"
+    if quote:
+        return "unterminated quote"
+    if depth:
+        return "unbalanced braces: '{' without '}'"
     if actions > 1:
         return "must be a single JSONPath expression in braces, like {.status.jobID}"
     return None

@@ -1,0 +1,118 @@
+"""`flotillactl join NAME --kubeconfig …` and `unjoin NAME`, as karmadactl does them.
+
+join stores the credentials as Secret `karmada-cluster/<name>` and the Cluster
+pointing at it, both through admission. unjoin deletes the Cluster: it turns
+terminating, its Works are cleaned, then it goes; unjoin waits for that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+import aetcd.rtypes
+
+from flotilla.api import keys, registry
+from flotilla.api.v1 import webhook_pb2
+from flotilla.cli.apply import violations_line
+from flotilla.cli.connection import open_store
+from flotilla.cli.errors import CLIError
+from flotilla.cli.webhook_client import WebhookClient
+from flotilla.credentials import SECRET_NAMESPACE, secret_document
+from flotilla.member import load_kubeconfig
+from flotilla.runtime.flags import duration
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    labels = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CLIError(f'invalid label "{item}": use key=value')
+        labels[key] = value
+    return labels
+
+
+def cluster_document(args: argparse.Namespace, insecure: bool) -> dict:
+    spec: dict = {
+        "apiEndpoint": args.server,
+        "syncMode": args.mode,
+        "secretRef": {"namespace": SECRET_NAMESPACE, "name": args.name},
+    }
+    if insecure:
+        spec["insecureSkipTLSVerification"] = True
+    for field in ("provider", "region", "zone"):
+        if getattr(args, field):
+            spec[field] = getattr(args, field)
+    metadata: dict = {"name": args.name}
+    if args.labels:
+        metadata["labels"] = parse_labels(args.labels)
+    return {"apiVersion": registry.CLUSTER.api_version, "kind": "Cluster", "metadata": metadata, "spec": spec}
+
+
+async def cmd_join(args: argparse.Namespace) -> int:
+    try:
+        credentials = load_kubeconfig(args.kubeconfig, args.context)
+    except (OSError, ValueError) as e:
+        raise CLIError(f"kubeconfig {args.kubeconfig}: {e}") from e
+    args.server = credentials.server
+    cluster = cluster_document(args, credentials.insecure_skip_tls_verify)
+    async with open_store(args) as store:
+        if await store.try_get(registry.CLUSTER, "", args.name) is not None:
+            raise CLIError(f'cluster "{args.name}" is already joined')
+        webhook = WebhookClient(store)
+        # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
+        for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
+                            ("Apply", cluster)):
+            request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
+            response = await webhook.call(lambda s, m=method: getattr(s, m), request)
+            if not response.allowed:
+                raise CLIError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
+    print(f"cluster({args.name}) is joined successfully")
+    return 0
+
+
+async def cmd_unjoin(args: argparse.Namespace) -> int:
+    async with open_store(args) as store:
+        cluster = await store.try_get(registry.CLUSTER, "", args.name)
+        if cluster is None:
+            raise CLIError(f'clusters "{args.name}" not found')
+        key = keys.etcd_key(registry.CLUSTER.resource, "", args.name).encode()
+        got = await store.client.get(key)
+        # Watch from the revision read, so a removal between delete and watch is not missed.
+        watch = await store.client.watch(key, start_revision=got.mod_revision + 1 if got else None,
+                                         kind=aetcd.rtypes.EventKind.DELETE)
+        try:
+            request = webhook_pb2.DeleteRequest(api_version=registry.CLUSTER.api_version, kind="Cluster",
+                                                name=args.name)
+            response = await WebhookClient(store).call(lambda s: s.Delete, request)
+            if response.result != "deleted" and args.wait > 0:
+                try:
+                    async with asyncio.timeout(args.wait):
+                        async for _ in watch:
+                            break
+                except TimeoutError:
+                    print(f"cluster({args.name}) is terminating: its works are still being cleaned")
+                    return 0
+        finally:
+            await watch.cancel()
+    print(f"cluster({args.name}) is unjoined successfully")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("join", help="register a member cluster")
+    p.add_argument("name")
+    p.add_argument("--kubeconfig", required=True, help="kubeconfig of the member cluster")
+    p.add_argument("--context", default=None)
+    p.add_argument("--mode", choices=["Push", "Pull"], default="Push")
+    p.add_argument("--labels", default="", help="k=v,k2=v2")
+    p.add_argument("--provider", default="")
+    p.add_argument("--region", default="")
+    p.add_argument("--zone", default="")
+    p.set_defaults(run=cmd_join)
+    p = sub.add_parser("unjoin", help="remove a member cluster once its works are cleaned")
+    p.add_argument("name")
+    p.add_argument("--wait", type=duration, default=duration("2m"), help="how long to wait for the removal")
+    p.set_defaults(run=cmd_unjoin)

@@ -1,0 +1,1 @@
+"""Executor: bindings -> Works -> members; also the Pull-mode agent inside a member cluster."""

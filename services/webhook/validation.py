@@ -1,0 +1,60 @@
+"""Validating admission: every problem of an object, each with the field path a user can find.
+
+Runs after `default_object`, so it sees Karmada's defaults filled in and the
+deprecated purge-mode spellings already rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from google.protobuf.message import Message
+
+from flotilla.api import registry
+from flotilla.api.codec import FieldError
+from flotilla.api.v1.cluster_pb2 import Cluster
+from flotilla.api.v1.config_pb2 import ResourceInterpreterCustomization
+from flotilla.api.v1.meta_pb2 import Unstructured
+from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, ClusterTaintPolicy, PropagationPolicy
+from services.webhook.defaulting import AdmissionConfig
+from services.webhook.rules.cluster import cluster_name, validate_cluster
+from services.webhook.rules.interpreter import validate_interpreter_customization
+from services.webhook.rules.metadata import NameRule, validate_metadata
+from services.webhook.rules.names import dns1123_subdomain
+from services.webhook.rules.propagation import validate_policy
+from services.webhook.rules.taint_policy import validate_cluster_taint_policy
+from services.webhook.rules.template import validate_template
+
+Validator = Callable[[Any, Any, AdmissionConfig], Iterable[FieldError]]
+
+_VALIDATORS: dict[type[Message], Validator] = {
+    Cluster: lambda obj, old, config: validate_cluster(obj),
+    PropagationPolicy: lambda obj, old, config: validate_policy(obj, old),
+    ClusterPropagationPolicy: lambda obj, old, config: validate_policy(obj, old),
+    ClusterTaintPolicy: lambda obj, old, config: validate_cluster_taint_policy(
+        obj, config.allow_no_execute_taint_policy
+    ),
+    ResourceInterpreterCustomization: lambda obj, old, config: validate_interpreter_customization(obj),
+}
+
+# The es-namespace `karmada-es-<cluster>` is made from a Cluster's name.
+_NAME_RULES: dict[type[Message], NameRule] = {Cluster: cluster_name}
+
+
+def validate_object(obj: Message, old: Message | None, config: AdmissionConfig) -> list[FieldError]:
+    """Every problem, each with the field path; [] when valid. Runs after default_object."""
+    if isinstance(obj, Unstructured):
+        return list(validate_template(obj))
+    resource_type = registry.for_object(obj)
+    errors = list(
+        validate_metadata(
+            obj.metadata,  # type: ignore[attr-defined]
+            resource_type.namespaced,
+            _NAME_RULES.get(type(obj), dns1123_subdomain),
+        )
+    )
+    validator = _VALIDATORS.get(type(obj))
+    if validator is not None:
+        errors.extend(validator(obj, old if type(old) is type(obj) else None, config))
+    return errors
