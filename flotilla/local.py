@@ -19,10 +19,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from flotilla.cli.errors import CLIError
+from flotilla.profiles import PROFILES
 from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
-SERVICES = ["webhook"]
+SERVICES = ["webhook", "status"]
 
 DEFAULT_ETCD_PORT = 2379
 
@@ -38,6 +40,7 @@ class RunState:
     etcd_endpoints: str
     etcd_pid: int = 0
     services: dict[str, int] = field(default_factory=dict)
+    sim_port: int = 0
 
     @staticmethod
     def path(data_dir: Path) -> Path:
@@ -86,12 +89,14 @@ def _reap(pid: int) -> None:
 
 class LocalControlPlane:
     def __init__(self, data_dir: Path, etcd_endpoints: str | None, etcd_port: int | None,
-                 detach: bool, extra_env: dict[str, str] | None = None) -> None:
+                 detach: bool, extra_env: dict[str, str] | None = None, sim_clusters: int = 0) -> None:
         self.data_dir = data_dir
         self.external_etcd = etcd_endpoints
         self.etcd_port = etcd_port
         self.detach = detach
         self.extra_env = extra_env or {}
+        self.sim_clusters = sim_clusters
+        self.sim_port = 0
         self.etcd: EmbeddedEtcd | None = None
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -115,21 +120,65 @@ class LocalControlPlane:
                 raise UpError(f"etcd port {port} is taken")
             self.etcd = EmbeddedEtcd(self.data_dir / "etcd", client_port=port)
             self.etcd.start(detach=self.detach)
+        for name in SERVICES:
+            self._spawn(name, "-m", f"services.{name}", "--data-dir", str(self.data_dir))
+        if self.sim_clusters:
+            previous_port = previous.sim_port if previous else 0
+            self.sim_port = previous_port if previous_port and port_is_free(previous_port) else free_port()
+            delay = self.extra_env.get("FLOTILLA_POD_READY_DELAY")
+            self._spawn("sim", "-m", "sim", "--port", str(self.sim_port), "--clusters", str(self.sim_clusters),
+                        "--data-dir", str(self.sim_dir), "--etcd-endpoints", self.endpoints,
+                        *(["--pod-ready-delay", delay] if delay else []))
+        self._save()
+
+    @property
+    def sim_dir(self) -> Path:
+        return self.data_dir / "sim"
+
+    def _spawn(self, name: str, *args: str) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(exist_ok=True)
         env = {**os.environ, **self.extra_env, "FLOTILLA_ETCD_ENDPOINTS": self.endpoints}
-        for name in SERVICES:
-            with open(logs / f"{name}.log", "ab") as log:
-                self.processes[name] = subprocess.Popen(
-                    [sys.executable, "-m", f"services.{name}", "--data-dir", str(self.data_dir)],
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, start_new_session=self.detach,
-                )
+        with open(logs / f"{name}.log", "ab") as log:
+            self.processes[name] = subprocess.Popen(
+                [sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=self.detach,
+            )
+
+    def _save(self) -> None:
         RunState(
             etcd_endpoints=self.endpoints,
             etcd_pid=self.etcd.process.pid if self.etcd and self.etcd.process else 0,
             services={n: p.pid for n, p in self.processes.items()},
+            sim_port=self.sim_port,
         ).save(self.data_dir)
+
+    def join_members(self) -> None:
+        """Join member1..memberN from the simulator (the last in Pull mode, with its agent, when N >= 3)."""
+        if not self.sim_clusters:
+            return
+        from flotilla.cli.join import join_args, join_cluster
+        from flotilla.store import Store
+
+        names = [f"member{i}" for i in range(1, self.sim_clusters + 1)]
+        pull = names[-1] if len(names) >= 3 else None
+
+        async def join_all() -> None:
+            store = await Store.connect(self.endpoints)
+            try:
+                for name in names:
+                    kubeconfig = str(self.sim_dir / "kubeconfigs" / f"{name}.yaml")
+                    mode = "Pull" if name == pull else "Push"
+                    await join_cluster(store, join_args(name, kubeconfig, mode), rejoin=True)
+            finally:
+                await store.close()
+
+        asyncio.run(join_all())
+        if pull:
+            self._spawn(f"agent-{pull}", "-m", "services.executor", "--mode", "agent", "--cluster", pull,
+                        "--kubeconfig", str(self.sim_dir / "kubeconfigs" / f"{pull}.yaml"),
+                        "--data-dir", str(self.data_dir))
+        self._save()
 
     def wait_serving(self, timeout: float = 60.0) -> None:
         from flotilla.cli.status import wait_for_services
@@ -140,7 +189,13 @@ class LocalControlPlane:
                     raise UpError(f"service {name} exited with code {proc.returncode}; "
                                   f"see {self.data_dir / 'logs' / (name + '.log')}")
 
-        asyncio.run(wait_for_services(self.endpoints, SERVICES, timeout, check_alive))
+        services = [*SERVICES, *(["sim"] if self.sim_clusters else [])]
+        asyncio.run(wait_for_services(self.endpoints, services, timeout, check_alive))
+
+    def wait_serving_also(self, services: list[str], timeout: float = 60.0) -> None:
+        from flotilla.cli.status import wait_for_services
+
+        asyncio.run(wait_for_services(self.endpoints, services, timeout))
 
     def stop(self) -> None:
         _terminate([p.pid for p in self.processes.values()])
@@ -162,11 +217,15 @@ def down(data_dir: Path) -> int:
 
 
 def up(args: argparse.Namespace) -> int:
-    plane = LocalControlPlane(Path(args.data_dir), args.etcd_endpoints, args.etcd_port, args.detach)
+    plane = LocalControlPlane(Path(args.data_dir), args.etcd_endpoints, args.etcd_port, args.detach,
+                              extra_env=PROFILES[args.profile], sim_clusters=args.sim_clusters)
     try:
         plane.start()
         plane.wait_serving()
-    except (UpError, EtcdError, TimeoutError) as e:
+        plane.join_members()
+        if plane.sim_clusters >= 3:
+            plane.wait_serving_also([f"agent-member{plane.sim_clusters}"])
+    except (UpError, EtcdError, TimeoutError, CLIError) as e:
         plane.stop()
         RunState.path(Path(args.data_dir)).unlink(missing_ok=True)
         raise UpError(str(e)) from e
@@ -195,6 +254,48 @@ def up(args: argparse.Namespace) -> int:
     return 0
 
 
+CLUSTER_FAULTS = ("down", "unhealthy", "unreachable", "slow", "recover")
+APP_FAULTS = ("app-unhealthy", "app-recover")
+
+
+def sim_fault(args: argparse.Namespace) -> int:
+    """`flotilla sim fault CLUSTER FAULT`: the simulator is found through etcd, like every service."""
+    from sim import admin
+
+    from flotilla.store.connect import make_client, resolve_endpoints
+    from flotilla.store.endpoints import list_endpoints
+
+    if args.fault in APP_FAULTS and not (args.namespace and args.name):
+        raise UpError(f"{args.fault} needs --namespace and --name of the workload")
+    endpoints = resolve_endpoints(args.etcd_endpoints)
+
+    async def run() -> None:
+        client = make_client(endpoints, timeout=5)
+        try:
+            found = await list_endpoints(client, "sim")
+        except Exception as e:  # aetcd raises several unrelated types for "not there"
+            raise UpError(f"cannot reach etcd at {endpoints}: {e}") from e
+        finally:
+            await client.close()
+        if not found:
+            raise UpError(f"no simulator is registered in etcd at {endpoints} "
+                          "(start one with `flotilla up --sim-clusters N`)")
+        address = found[0].address
+        try:
+            if args.fault in APP_FAULTS:
+                await admin.set_app_fault(address, args.cluster, args.namespace, args.name,
+                                          healthy=args.fault == "app-recover", kind=args.kind)
+            else:
+                await admin.set_fault(address, args.cluster, args.fault, latency=args.latency)
+        except admin.AdminError as e:
+            raise UpError(str(e)) from e
+
+    asyncio.run(run())
+    target = f"{args.namespace}/{args.name} in {args.cluster}" if args.fault in APP_FAULTS else args.cluster
+    print(f"{target}: {args.fault}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flotilla", description="Run the Flotilla control plane.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -205,8 +306,22 @@ def build_parser() -> argparse.ArgumentParser:
     p_up.add_argument("--etcd-port", type=int, default=None,
                       help="port for the embedded etcd (default 2379, or a free one)")
     p_up.add_argument("--detach", action="store_true", help="return once every service is SERVING")
+    p_up.add_argument("--sim-clusters", type=int, default=0,
+                      help="start a simulator with member1..memberN joined (the last in Pull mode when N >= 3)")
+    p_up.add_argument("--profile", choices=sorted(PROFILES), default="default",
+                      help="timings: Karmada's defaults, or demo (failover within seconds)")
     p_down = sub.add_parser("down", help="stop what `up --detach` started")
     p_down.add_argument("--data-dir", default="./.flotilla")
+    p_sim = sub.add_parser("sim", help="the member-cluster simulator")
+    sim_sub = p_sim.add_subparsers(dest="sim_command", required=True)
+    p_fault = sim_sub.add_parser("fault", help="inject or clear a fault in a simulated cluster")
+    p_fault.add_argument("cluster")
+    p_fault.add_argument("fault", choices=[*CLUSTER_FAULTS, *APP_FAULTS])
+    p_fault.add_argument("--latency", type=float, default=None, help="seconds added to every request (slow)")
+    p_fault.add_argument("--namespace", "-n", default="", help="workload namespace (app faults)")
+    p_fault.add_argument("--name", default="", help="workload name (app faults)")
+    p_fault.add_argument("--kind", default=None, help="workload kind (app faults; default: any)")
+    p_fault.add_argument("--etcd-endpoints", default=None)
     return parser
 
 
@@ -215,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             return up(args)
+        if args.command == "sim":
+            return sim_fault(args)
         return down(Path(args.data_dir))
     except (UpError, EtcdError, OSError) as e:
         if args.debug:

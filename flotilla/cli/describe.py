@@ -159,14 +159,17 @@ def _shorten(text: str, limit: int) -> str:
 
 def _hide_secret_values(body: dict[str, Any]) -> None:
     # As `kubectl describe secret`: the sizes of the values, never the values.
-    for key, value in list((body.get("data") or {}).items()):
-        try:
-            size = len(base64.b64decode(str(value), validate=True))
-        except (binascii.Error, ValueError):
-            size = len(str(value))
-        body["data"][key] = f"{size} bytes"
-    for key, value in list((body.get("stringData") or {}).items()):
-        body["stringData"][key] = f"{len(str(value).encode())} bytes"
+    data, string_data = body.get("data"), body.get("stringData")
+    if isinstance(data, dict):
+        for key, value in data.items():
+            try:
+                size = len(base64.b64decode(str(value), validate=True))
+            except (binascii.Error, ValueError):
+                size = len(str(value))
+            data[key] = f"{size} bytes"
+    if isinstance(string_data, dict):
+        for key, value in string_data.items():
+            string_data[key] = f"{len(str(value).encode())} bytes"
 
 
 # -- conditions and events -------------------------------------------------------------

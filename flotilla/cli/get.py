@@ -75,7 +75,7 @@ async def _custom_kind(store: Store, name: str) -> ResourceType | None:
         names = spec.get("names") or {}
         group, kind, plural = spec.get("group", ""), names.get("kind", ""), names.get("plural", "")
         singular = names.get("singular") or kind.lower()
-        aliases = {kind.lower(), plural, singular, *names.get("shortNames", [])}
+        aliases = {kind.lower(), plural, singular, *(names.get("shortNames") or [])}
         aliases |= {f"{plural}.{group}", f"{singular}.{group}"}
         version = _served_version(spec)
         if wanted not in aliases or not kind or not group or not version:
@@ -113,10 +113,16 @@ def render(
     return printers.render_table(rt, objs, now, wide=output == "wide", namespace_column=all_namespaces)
 
 
-async def fetch(store: Store, rt: ResourceType, args: argparse.Namespace, name: str | None) -> list[Any]:
-    namespace = namespace_for(rt, args.namespace, args.all_namespaces)
+async def fetch(
+    store: Store,
+    rt: ResourceType,
+    namespace: str | None,
+    name: str | None,
+    selector: dict[str, str] | None,
+) -> list[Any]:
+    """One named object (or a one-line not-found error), else the selected list in display order."""
     if name is None:
-        listed = await store.list(rt, namespace, parse_selector(args.selector))
+        listed = await store.list(rt, namespace, selector)
         return printers.display_order(rt, listed.items)
     obj = await store.try_get(rt, namespace or "", name)
     if obj is None:
@@ -139,13 +145,14 @@ def _check(args: argparse.Namespace, name: str | None) -> None:
 async def cmd_get(args: argparse.Namespace) -> int:
     kind, name = split_kind_name(args.kind, args.name)
     _check(args, name)
-    parse_selector(args.selector)  # a bad selector fails before etcd is dialled
+    selector = parse_selector(args.selector)  # a bad selector fails before etcd is dialled
     async with open_store(args) as store:
         rt = await resolve_kind(store, kind)
-        objs = await fetch(store, rt, args, name)
+        namespace = namespace_for(rt, args.namespace, args.all_namespaces)
+        objs = await fetch(store, rt, namespace, name, selector)
     if not objs and args.output not in ("json", "yaml"):
         # kubectl says so on stderr, so that a script reading stdout sees nothing.
-        print(printers.no_resources(namespace_for(rt, args.namespace, args.all_namespaces)), file=sys.stderr)
+        print(printers.no_resources(namespace), file=sys.stderr)
         return 0
     all_namespaces = bool(args.all_namespaces) and rt.namespaced
     print(render(rt, objs, args.output, datetime.now(UTC), single=name is not None, all_namespaces=all_namespaces))

@@ -22,6 +22,7 @@ from flotilla.cli.webhook_client import WebhookClient
 from flotilla.credentials import SECRET_NAMESPACE, secret_document
 from flotilla.member import load_kubeconfig
 from flotilla.runtime.flags import duration
+from flotilla.store import Store
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -51,24 +52,35 @@ def cluster_document(args: argparse.Namespace, insecure: bool) -> dict:
     return {"apiVersion": registry.CLUSTER.api_version, "kind": "Cluster", "metadata": metadata, "spec": spec}
 
 
-async def cmd_join(args: argparse.Namespace) -> int:
+async def join_cluster(store: Store, args: argparse.Namespace, rejoin: bool = False) -> None:
+    """Store the credentials and the Cluster; with `rejoin`, refresh those of a joined cluster."""
     try:
         credentials = load_kubeconfig(args.kubeconfig, args.context)
     except (OSError, ValueError) as e:
         raise CLIError(f"kubeconfig {args.kubeconfig}: {e}") from e
     args.server = credentials.server
     cluster = cluster_document(args, credentials.insecure_skip_tls_verify)
+    if not rejoin and await store.try_get(registry.CLUSTER, "", args.name) is not None:
+        raise CLIError(f'cluster "{args.name}" is already joined')
+    webhook = WebhookClient(store)
+    # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
+    for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
+                        ("Apply", cluster)):
+        request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
+        response = await webhook.call(lambda s, m=method: getattr(s, m), request)
+        if not response.allowed:
+            raise CLIError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
+
+
+def join_args(name: str, kubeconfig: str, mode: str = "Push", **extra: str) -> argparse.Namespace:
+    """The arguments `join` takes, for callers that join clusters without a command line."""
+    values = {"context": None, "labels": "", "provider": "", "region": "", "zone": "", **extra}
+    return argparse.Namespace(name=name, kubeconfig=kubeconfig, mode=mode, **values)
+
+
+async def cmd_join(args: argparse.Namespace) -> int:
     async with open_store(args) as store:
-        if await store.try_get(registry.CLUSTER, "", args.name) is not None:
-            raise CLIError(f'cluster "{args.name}" is already joined')
-        webhook = WebhookClient(store)
-        # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
-        for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
-                            ("Apply", cluster)):
-            request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
-            response = await webhook.call(lambda s, m=method: getattr(s, m), request)
-            if not response.allowed:
-                raise CLIError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
+        await join_cluster(store, args)
     print(f"cluster({args.name}) is joined successfully")
     return 0
 

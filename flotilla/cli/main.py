@@ -6,23 +6,31 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from flotilla.api.codec import CodecError
 from flotilla.api.registry import UnknownResourceError
-from flotilla.cli import apply, delete, join, status, taint
+from flotilla.cli import apply, delete, describe, get, join, status, taint
 from flotilla.cli.errors import CLIError, short
 from flotilla.store import StoreError
 
 # Each command module has `register(subparsers)`, which sets `run` on its parser.
-COMMANDS = [apply, delete, taint, join, status]
+COMMANDS = [get, describe, apply, delete, taint, join, status]
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage mistakes are one line too, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="flotillactl", description="Use and inspect Flotilla.")
+    parser = OneLineParser(prog="flotillactl", description="Use and inspect Flotilla.")
     parser.add_argument("--etcd-endpoints", default=None,
                         help="etcd URLs (default: FLOTILLA_ETCD_ENDPOINTS, else http://127.0.0.1:2379)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for module in COMMANDS:
         module.register(sub)
     return parser

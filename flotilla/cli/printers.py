@@ -344,14 +344,14 @@ def display_order(rt: ResourceType, objs: Sequence[Any]) -> list[Any]:
     return list(objs)
 
 
-def with_type_fields(rt: ResourceType, obj: Message) -> Message:
-    """The object with apiVersion and kind set: objects built in code may leave them empty."""
-    if obj.api_version and obj.kind:  # type: ignore[attr-defined]
+def with_type_fields(rt: ResourceType, obj: Any) -> Any:
+    """The object (a copy, if need be) with apiVersion and kind set: objects built in code may leave them empty."""
+    if obj.api_version and obj.kind:
         return obj
     filled = type(obj)()
     filled.CopyFrom(obj)
-    filled.api_version = filled.api_version or rt.api_version  # type: ignore[attr-defined]
-    filled.kind = filled.kind or rt.kind  # type: ignore[attr-defined]
+    filled.api_version = filled.api_version or rt.api_version
+    filled.kind = filled.kind or rt.kind
     return filled
 
 
@@ -372,10 +372,10 @@ def render_yaml(rt: ResourceType, objs: Sequence[Message], single: bool) -> str:
     return codec.to_yaml(as_document(rt, objs, single)).rstrip("\n")
 
 
-def render_names(rt: ResourceType, objs: Sequence[Message]) -> str:
+def render_names(rt: ResourceType, objs: Sequence[Any]) -> str:
     """`-o name`: `deployment.apps/nginx`, `configmap/settings`, as kubectl prints them."""
     prefix = f"{rt.singular}.{rt.group}" if rt.group else rt.singular
-    return "\n".join(f"{prefix}/{obj.metadata.name}" for obj in objs)  # type: ignore[attr-defined]
+    return "\n".join(f"{prefix}/{obj.metadata.name}" for obj in objs)
 
 
 def no_resources(namespace: str | None) -> str:

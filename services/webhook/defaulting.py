@@ -46,9 +46,7 @@ def _policy(
     config: AdmissionConfig,
     now: datetime,
 ) -> None:
-    default_policy(
-        obj, old, config.default_not_ready_toleration_seconds, config.default_unreachable_toleration_seconds
-    )
+    default_policy(obj, old, config.default_not_ready_toleration_seconds, config.default_unreachable_toleration_seconds)
 
 
 _DEFAULTERS: dict[type[Message], Defaulter] = {

@@ -35,7 +35,8 @@ def validate_field_selector(selector: FieldSelector, path: str) -> Iterator[Fiel
         requirement_path = index(child(path, "matchExpressions"), i)
         if requirement.key not in FIELD_SELECTOR_KEYS:
             yield FieldError(
-                child(requirement_path, "key"), f'unsupported key "{requirement.key}", must be provider, region, or zone'
+                child(requirement_path, "key"),
+                f'unsupported key "{requirement.key}", must be provider, region, or zone',
             )
         if requirement.operator not in FIELD_SELECTOR_OPERATORS:
             yield FieldError(
@@ -86,7 +87,8 @@ def _affinity_name(name: str, path: str, seen: dict[str, str]) -> Iterator[Field
     yield from check(path, name, names.qualified_name)
     if name in seen:
         yield FieldError(
-            path, f'duplicate name "{name}" (also at {seen[name]}): each affinity term in a policy must have a unique name'
+            path,
+            f'duplicate name "{name}" (also at {seen[name]}): each affinity term in a policy must have a unique name',
         )
     else:
         seen[name] = path

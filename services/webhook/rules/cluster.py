@@ -89,10 +89,11 @@ def validate_cluster_taints(taints: Sequence[Taint], path: str) -> Iterator[Fiel
             yield unsupported(child(taint_path, "effect"), taint.effect, CLUSTER_TAINT_EFFECTS)
         identity = (taint.key, taint.effect)
         if identity in seen:
+            first = index(path, seen[identity])
             yield FieldError(
                 taint_path,
-                f'duplicate taint: key "{taint.key}" and effect "{taint.effect}" already used by {index(path, seen[identity])}'
-                "; taints must be unique by key and effect",
+                f'duplicate taint: key "{taint.key}" and effect "{taint.effect}" already used by {first}; '
+                "taints must be unique by key and effect",
             )
         else:
             seen[identity] = i

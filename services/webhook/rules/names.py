@@ -53,7 +53,7 @@ def qualified_name(value: str) -> list[str]:
     """A label or annotation key: `[prefix/]name`, the prefix a DNS subdomain."""
     parts = value.split("/")
     if len(parts) > 2:
-        return ["a qualified name must be a name with an optional DNS subdomain prefix and '/' (e.g. 'example.com/name')"]
+        return ["a qualified name must be a name with an optional DNS subdomain prefix and '/', like example.com/name"]
     name = parts[-1]
     problems = []
     if len(parts) == 2:

@@ -35,7 +35,9 @@ def validate_spread_constraints(constraints: Sequence[SpreadConstraint], path: s
             if field not in SPREAD_FIELDS:
                 yield unsupported(child(item_path, "spreadByField"), field, SPREAD_FIELDS)
             elif field in by_field:
-                yield FieldError(child(item_path, "spreadByField"), f"multiple {field} spread constraints are not allowed")
+                yield FieldError(
+                    child(item_path, "spreadByField"), f"multiple {field} spread constraints are not allowed"
+                )
             else:
                 by_field.add(field)
         if constraint.min_groups < 0:

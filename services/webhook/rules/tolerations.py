@@ -32,7 +32,8 @@ def default_tolerations(
     since the smallest tolerationSeconds of the matching tolerations wins.
     Zero seconds disables the default.
     """
-    for taint_key, seconds in ((TAINT_CLUSTER_NOT_READY, not_ready_seconds), (TAINT_CLUSTER_UNREACHABLE, unreachable_seconds)):
+    defaults = ((TAINT_CLUSTER_NOT_READY, not_ready_seconds), (TAINT_CLUSTER_UNREACHABLE, unreachable_seconds))
+    for taint_key, seconds in defaults:
         if seconds <= 0:
             continue
         if tolerations_tolerate_taint(tolerations, Taint(key=taint_key, effect=EFFECT_NO_EXECUTE)):
@@ -48,7 +49,7 @@ def validate_tolerations(tolerations: Sequence[Toleration], path: str) -> Iterat
 
 
 def validate_toleration(toleration: Toleration, path: str) -> Iterator[FieldError]:
-    """Kubernetes' ValidateTolerations, field by field."""
+    """Kubernetes' ValidateTolerations, in the order of the YAML fields."""
     if toleration.key:
         yield from check(child(path, "key"), toleration.key, names.qualified_name)
     elif toleration.operator != OPERATOR_EXISTS:
@@ -56,12 +57,6 @@ def validate_toleration(toleration: Toleration, path: str) -> Iterator[FieldErro
             child(path, "operator"),
             toleration.operator,
             'operator must be Exists when `key` is empty, which means "match all values and all keys"',
-        )
-    if toleration.HasField("toleration_seconds") and toleration.effect != EFFECT_NO_EXECUTE:
-        # Only the NoExecute taint manager ever counts seconds; on any other
-        # effect the number would silently mean nothing.
-        yield invalid(
-            child(path, "effect"), toleration.effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"
         )
     if toleration.operator in ("", OPERATOR_EQUAL):
         yield from check(child(path, "value"), toleration.value, names.label_value)
@@ -72,3 +67,9 @@ def validate_toleration(toleration: Toleration, path: str) -> Iterator[FieldErro
         yield unsupported(child(path, "operator"), toleration.operator, OPERATORS)
     if toleration.effect not in EFFECTS_OR_ANY:
         yield unsupported(child(path, "effect"), toleration.effect, EFFECTS_OR_ANY)
+    elif toleration.HasField("toleration_seconds") and toleration.effect != EFFECT_NO_EXECUTE:
+        # Only the NoExecute taint manager ever counts seconds; on any other
+        # effect the number would silently mean nothing.
+        yield invalid(
+            child(path, "effect"), toleration.effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"
+        )
