@@ -306,6 +306,12 @@ _MAINTENANCE = "      effect: NoSchedule\n"
 _SELECTORS = "  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n      name: nginx\n"
 _UNREACHABLE = "cluster.karmada.io/unreachable\n        operator: "
 _NOT_READY_NO_EXECUTE = "    - key: cluster.karmada.io/not-ready\n      effect: NoExecute\n"
+_OVERFLOW = """\
+        overflowAffinities:
+          - affinityName: spill
+            clusterNames:
+              - member4
+"""
 _ADD_ON_OPERATOR = '      operator: In\n      statusValues:\n        - "False"'
 
 INVALID_CASES: list[tuple[str, str, str, str]] = [
@@ -511,6 +517,63 @@ INVALID_CASES: list[tuple[str, str, str, str]] = [
         "spec.placement.clusterAffinities[0].fieldSelector.matchExpressions[0].operator",
         'unsupported operator "Exists", must be In or NotIn',
     ),
+    (
+        "overflow-without-dynamic-or-aggregated",
+        # Overflow terms, but replicas split by static weights.
+        _broken(
+            _broken(AFFINITIES, "          - member3\n", "          - member3\n" + _OVERFLOW),
+            "dynamicWeight: AvailableReplicas",
+            "staticWeightList: []",
+        ),
+        "spec.placement.clusterAffinities[1].overflowAffinities",
+        "only supported with Divided replica scheduling",
+    ),
+    (
+        "cluster-label-selector-operator",
+        _broken(
+            TOLERATIONS_CPP,
+            "  placement:\n",
+            "  placement:\n    clusterAffinity:\n      labelSelector:\n"
+            "        matchExpressions:\n          - key: env\n            operator: Equals\n",
+        ),
+        "spec.placement.clusterAffinity.labelSelector.matchExpressions[0].operator",
+        'unsupported value "Equals"',
+    ),
+    (
+        "workload-affinity-same-key",
+        _broken(
+            DIVIDED,
+            "  placement:\n",
+            "  placement:\n    workloadAffinity:\n      affinity:\n"
+            "        groupByLabelKey: app\n      antiAffinity:\n        groupByLabelKey: app\n",
+        ),
+        "spec.placement.workloadAffinity.antiAffinity.groupByLabelKey",
+        "must differ from affinity.groupByLabelKey",
+    ),
+    # -- other policy fields ---------------------------------------------------------------------------
+    (
+        "preemption-always-without-name",
+        _broken(TOLERATIONS_CPP, "spec:\n", "spec:\n  preemption: Always\n"),
+        "spec.resourceSelectors[0].name",
+        "required when preemption is Always",
+    ),
+    (
+        "conflict-resolution",
+        _broken(DIVIDED, "spec:\n", "spec:\n  conflictResolution: Ignore\n"),
+        "spec.conflictResolution",
+        'unsupported value "Ignore"',
+    ),
+    (
+        "suspension-dispatching-and-clusters",
+        _broken(
+            DIVIDED,
+            "spec:\n",
+            "spec:\n  suspension:\n    dispatching: true\n    dispatchingOnClusters:\n"
+            "      clusterNames:\n        - member1\n",
+        ),
+        "spec.suspension.dispatchingOnClusters",
+        "cannot co-exist with dispatching: true",
+    ),
     # -- application failover ----------------------------------------------------------------------
     (
         "app-failover-without-decision-conditions",
@@ -588,7 +651,7 @@ INVALID_CASES: list[tuple[str, str, str, str]] = [
     # -- ClusterTaintPolicy --------------------------------------------------------------------------
     (
         "taint-policy-duplicate-taint",
-        _broken(TAINT_POLICY, _NOT_READY_NO_EXECUTE, _NOT_READY_NO_EXECUTE + _NOT_READY_NO_EXECUTE + "      value: again\n"),
+        _broken(TAINT_POLICY, _NOT_READY_NO_EXECUTE, 2 * _NOT_READY_NO_EXECUTE + "      value: again\n"),
         "spec.taints[1]",
         "Duplicate taint with the same key(cluster.karmada.io/not-ready) and effect(NoExecute) is not allowed",
     ),

@@ -294,8 +294,12 @@ def _timestamp(moment: datetime, nanos: int) -> Timestamp:
 
 def _encode_json(value: Any, path: str, errors: list[FieldError]) -> bytes:
     """Raw JSON for a bytes field, keeping the key order the user wrote."""
-    plain = _plain_json(value, path, errors)
-    return json.dumps(plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return raw_json(_plain_json(value, path, errors))
+
+
+def raw_json(value: Any) -> bytes:
+    """The one encoding of embedded JSON, so equal values are equal bytes."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def _plain_json(value: Any, path: str, errors: list[FieldError]) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from flotilla.api import registry
 from flotilla.api.registry import ResourceType, UnknownResourceError
+from flotilla.api.v1 import meta_pb2
 from flotilla.cli import printers
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
@@ -60,10 +61,27 @@ async def resolve_kind(store: Store, name: str) -> ResourceType:
     try:
         return registry.lookup(name)
     except UnknownResourceError:
-        found = await _custom_kind(store, name)
+        found = await _custom_kind(store, name) or await _stored_template_kind(store, name)
         if found is None:
             raise
         return found
+
+
+async def _stored_template_kind(store: Store, name: str) -> ResourceType | None:
+    """A template kind with no CRD here (Flotilla stores templates of any kind): found by
+    its stored objects, whose keys name `<plural>.<group>` and whose bodies say apiVersion and kind."""
+    wanted = name.lower()
+    candidates = {wanted, registry.plural_of(wanted)}
+    for kv in await store.client.get_prefix(b"/flotilla/", keys_only=True):
+        resource = kv.key.decode().split("/")[2]
+        plural, _, group = resource.partition(".")
+        if group and (plural in candidates or resource == wanted):
+            got = await store.client.get(kv.key)
+            if got is None:
+                continue
+            sample = meta_pb2.Unstructured.FromString(got.value)
+            return registry.for_kind(sample.api_version, sample.kind)
+    return None
 
 
 async def _custom_kind(store: Store, name: str) -> ResourceType | None:

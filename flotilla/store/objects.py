@@ -21,7 +21,7 @@ import aetcd.exceptions
 import aetcd.transactions
 from google.protobuf.message import Message
 
-from flotilla.api import keys, registry
+from flotilla.api import codec, keys, registry
 from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.store.connect import make_client
@@ -72,7 +72,7 @@ def _copy_status(dst: Message, src: Message) -> None:
         content.pop("status", None)
         if status is not None:
             content["status"] = status
-        dst.content = json.dumps(content).encode()
+        dst.content = codec.raw_json(content)
     elif _has(dst, "status"):
         dst.ClearField("status")
         if src.HasField("status"):

@@ -13,49 +13,45 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from flotilla.local import SERVICES
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
-from flotilla.store.endpoints import list_endpoints
+from flotilla.store.endpoints import Endpoint, list_endpoints
+from tests.conftest import start_service, stop_service
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-async def wait_registered(store: Store, service: str, timeout: float = 20) -> str:
-    async with asyncio.timeout(timeout):
-        while True:
-            found = await list_endpoints(store.client, service)
-            if found:
-                return found[0].address
-            await asyncio.sleep(0.05)
-
-
-async def test_webhook_serves_health_and_reflection(store: Store, etcd: EmbeddedEtcd, tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "services.webhook", "--etcd-endpoints", etcd.endpoint,
-         "--data-dir", str(tmp_path), "--metrics-port", "-1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+def test_webhook_serves_health_and_reflection(etcd: EmbeddedEtcd, tmp_path: Path) -> None:
+    proc = start_service("webhook", etcd, tmp_path)
     try:
-        address = await wait_registered(store, "webhook")
-        async with grpc.aio.insecure_channel(address) as channel:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
-            assert reply.status == health_pb2.HealthCheckResponse.SERVING
-            stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
-                iter([reflection_pb2.ServerReflectionRequest(list_services="")])
-            )
-            async for response in stream:
-                names = {s.name for s in response.list_services_response.service}
-                break
-        assert "grpc.health.v1.Health" in names
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.to_thread(proc.wait, 15) == 0
+        async def check() -> list[Endpoint]:
+            store = await Store.connect(etcd.endpoint)
+            try:
+                mine = [e for e in await list_endpoints(store.client, "webhook") if e.pid == proc.pid]
+                async with grpc.aio.insecure_channel(mine[0].address) as channel:
+                    reply = await health_pb2_grpc.HealthStub(channel).Check(
+                        health_pb2.HealthCheckRequest(), timeout=5)
+                    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+                    stream = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+                        iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+                    )
+                    async for response in stream:
+                        names = {s.name for s in response.list_services_response.service}
+                        break
+                assert {"grpc.health.v1.Health", "flotilla.v1.Webhook"} <= names
+                proc.send_signal(signal.SIGTERM)
+                assert await asyncio.to_thread(proc.wait, 15) == 0
+                return await list_endpoints(store.client, "webhook")
+            finally:
+                await store.close()
+
+        remaining = asyncio.run(check())
         # A clean shutdown takes the endpoint out of the registry at once.
-        assert await list_endpoints(store.client, "webhook") == []
+        assert all(e.pid != proc.pid for e in remaining)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_service(proc)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -75,7 +71,7 @@ def test_up_status_down(tmp_path: Path) -> None:
         assert status.returncode == 0, status.stderr
         header, *rows = status.stdout.strip().splitlines()
         assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"]
-        assert [r.split()[0] for r in rows] == ["webhook"]
+        assert [r.split()[0] for r in rows] == sorted(SERVICES)
         assert all("SERVING" in r for r in rows)
         again = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir))
         assert again.returncode == 1 and "already running" in again.stderr

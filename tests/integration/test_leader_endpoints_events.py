@@ -45,12 +45,12 @@ async def test_resign_hands_over_at_once(store: Store) -> None:
 
 
 async def test_endpoint_registration_lives_with_its_lease(store: Store) -> None:
-    reg = Registration(store.client, Endpoint(service="webhook", id="w1", address="127.0.0.1:1"), ttl=5)
+    reg = Registration(store.client, Endpoint(service="test-svc", id="w1", address="127.0.0.1:1"), ttl=5)
     await reg.start()
-    found = await list_endpoints(store.client)
-    assert [(e.service, e.id, e.address) for e in found] == [("webhook", "w1", "127.0.0.1:1")]
+    found = await list_endpoints(store.client, "test-svc")
+    assert [(e.service, e.id, e.address) for e in found] == [("test-svc", "w1", "127.0.0.1:1")]
     await reg.close()
-    assert await list_endpoints(store.client) == []
+    assert await list_endpoints(store.client, "test-svc") == []
 
 
 async def test_events_are_folded_and_expire_with_a_lease(store: Store) -> None:

@@ -45,7 +45,8 @@ def validate_resource_selectors(
             yield required(child(selector_path, "apiVersion"))
         if not selector.kind:
             yield required(child(selector_path, "kind"))
-        if policy_namespace is not None and selector.namespace and selector.namespace != policy_namespace:
+        # An empty policy namespace is reported on metadata.namespace; comparing to it would only echo that.
+        if policy_namespace and selector.namespace and selector.namespace != policy_namespace:
             yield invalid(
                 child(selector_path, "namespace"),
                 selector.namespace,

@@ -28,9 +28,8 @@ def default_tolerations(
     """Tolerate the not-ready/unreachable NoExecute taints for a while unless the policy already does.
 
     A policy that tolerates the taint in any way (forever, for 30 s, with an
-    empty key) has said what it wants; adding ours would only shorten it,
-    since the smallest tolerationSeconds of the matching tolerations wins.
-    Zero seconds disables the default.
+    empty key) has already said how long it stays; a default next to it
+    would be a second, contradicting answer. Zero seconds disables the default.
     """
     defaults = ((TAINT_CLUSTER_NOT_READY, not_ready_seconds), (TAINT_CLUSTER_UNREACHABLE, unreachable_seconds))
     for taint_key, seconds in defaults:
