@@ -62,8 +62,10 @@ async def private_store(private_etcd: EmbeddedEtcd) -> AsyncIterator[Store]:
     await s.close()
 
 
-def start_service(name: str, etcd: EmbeddedEtcd, data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
-    """Start `python -m services.<name>` and return once it is registered in etcd."""
+def start_service(name: str, etcd: EmbeddedEtcd, data_dir: Path, *args: str,
+                  registers_as: str = "") -> subprocess.Popen[bytes]:
+    """Start `python -m services.<name>` and return once it is registered in etcd
+    (as `registers_as`, when that differs from the module name)."""
     log = open(data_dir / f"{name}.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", f"services.{name}", "--etcd-endpoints", etcd.endpoint,
@@ -75,7 +77,7 @@ def start_service(name: str, etcd: EmbeddedEtcd, data_dir: Path, *args: str) -> 
         s = await Store.connect(etcd.endpoint)
         try:
             async with asyncio.timeout(30):
-                while not any(e.pid == proc.pid for e in await list_endpoints(s.client, name)):
+                while not any(e.pid == proc.pid for e in await list_endpoints(s.client, registers_as or name)):
                     if proc.poll() is not None:
                         raise RuntimeError(f"{name} exited: {(data_dir / f'{name}.log').read_text()[-2000:]}")
                     await asyncio.sleep(0.05)
