@@ -10,8 +10,8 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.api.v1.policy_pb2 import PropagationPolicy
+from flotilla.jsonpath_template import jsonpath_template_problem
 from services.webhook.defaulting import AdmissionConfig
-from services.webhook.rules.jsonpath import jsonpath_template_problem
 from services.webhook.rules.lua import lua_compile_error
 from services.webhook.rules.permanent_id import PROPAGATION_POLICY_PERMANENT_ID_LABEL
 from services.webhook.validation import validate_object

@@ -1,6 +1,10 @@
-"""Kubernetes JSONPath templates (`{ .jobStatus.jobID }`), as state-preservation rules use them."""
+"""Kubernetes JSONPath templates (`{ .jobStatus.jobID }`), as state-preservation rules use them:
+validated by admission, evaluated by the taint manager and application failover."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from jsonpath_ng.ext import parse as parse_jsonpath
 
@@ -35,6 +39,19 @@ def jsonpath_template_problem(template: str) -> str | None:
     except Exception as e:  # jsonpath-ng raises its own errors, and ply's, for different malformations
         return f"invalid JSONPath expression: {e}"
     return None
+
+
+def extract(template: str, obj: Any) -> str | None:
+    """The value a valid template selects from `obj`, as Kubernetes' printer shows it
+    (strings bare, other values as JSON); None when nothing matches."""
+    expression = template.strip()[1:-1].strip()
+    if expression[0] in ".[":
+        expression = "$" + expression
+    matches = parse_jsonpath(expression).find(obj)
+    if not matches:
+        return None
+    values = [m.value for m in matches]
+    return " ".join(v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for v in values)
 
 
 def _brace_problem(text: str) -> str | None:
