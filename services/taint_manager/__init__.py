@@ -1,0 +1,1 @@
+"""Cluster conditions -> taints; NoExecute taints -> binding eviction."""

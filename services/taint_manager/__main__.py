@@ -1,0 +1,80 @@
+"""`python -m services.taint_manager`: cluster conditions -> taints, NoExecute taints -> evictions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+
+import grpc
+
+from flotilla.api.v1 import taint_manager_pb2, taint_manager_pb2_grpc
+from flotilla.runtime.flags import duration, feature_gates
+from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from services.taint_manager.cluster_taints import TaintConfig
+from services.taint_manager.evictor import EvictorConfig, EvictorState
+from services.taint_manager.manager import TaintManager
+from services.taint_manager.protection import EvictionProtection, ProtectionConfig
+from services.taint_manager.servicer import TaintManagerServicer
+
+DEFAULT_GATES = {"Failover": True, "GracefulEviction": True, "StatefulFailoverInjection": False}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--feature-gates", type=feature_gates, default={},
+                        help="Failover=true|false,GracefulEviction=true|false,StatefulFailoverInjection=true|false")
+    parser.add_argument("--failover-eviction-timeout", type=duration, default=duration("5m"),
+                        help="how long a cluster stays not Ready before its NoExecute taint (0: never)")
+    parser.add_argument("--enable-no-execute-taint-eviction", default=True, action=argparse.BooleanOptionalAction)
+    parser.add_argument("--no-execute-taint-eviction-purge-mode", choices=["Gracefully", "Directly"],
+                        default="Gracefully", help="for bindings without spec.failover.cluster")
+    parser.add_argument("--unhealthy-cluster-threshold", type=float, default=0.55,
+                        help="fraction of a region's clusters unhealthy above which its evictions slow down")
+    parser.add_argument("--cluster-eviction-rate", type=float, default=0.0,
+                        help="clusters per second whose bindings start being evicted (0: no limit)")
+    parser.add_argument("--secondary-cluster-eviction-rate", type=float, default=0.01,
+                        help="the same, in a region past the unhealthy threshold")
+    parser.add_argument("--concurrent-evictions", type=int, default=32, help="bindings evicted at once")
+
+
+def gates(args: argparse.Namespace) -> dict[str, bool]:
+    return {**DEFAULT_GATES, **args.feature_gates}
+
+
+def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
+    args = ctx.args
+    ctx.extra["protection"] = EvictionProtection(ctx.clock, ProtectionConfig(
+        unhealthy_threshold=args.unhealthy_cluster_threshold,
+        primary_rate=args.cluster_eviction_rate,
+        secondary_rate=args.secondary_cluster_eviction_rate,
+    ))
+    ctx.extra["evictor_state"] = EvictorState()
+    taint_manager_pb2_grpc.add_TaintManagerServicer_to_server(
+        TaintManagerServicer(ctx.extra["evictor_state"], ctx.extra["protection"]), server)
+    return [taint_manager_pb2.DESCRIPTOR.services_by_name["TaintManager"].full_name]
+
+
+async def lead(ctx: ServiceContext) -> None:
+    args, enabled = ctx.args, gates(ctx.args)
+    await TaintManager(
+        ctx.store, ctx.clock, ctx.extra["protection"],
+        TaintConfig(enabled["Failover"], timedelta(seconds=args.failover_eviction_timeout)),
+        EvictorConfig(enabled=args.enable_no_execute_taint_eviction,
+                      graceful_eviction=enabled["GracefulEviction"],
+                      state_preservation=enabled["StatefulFailoverInjection"],
+                      default_purge_mode=args.no_execute_taint_eviction_purge_mode),
+        workers=args.concurrent_evictions, events=ctx.events, tracer=ctx.tracer, state=ctx.extra["evictor_state"],
+    ).run()
+
+
+SPEC = ServiceSpec(
+    name="taint_manager",
+    description="Flotilla taint manager: cluster conditions to taints, NoExecute taints to evictions",
+    add_arguments=add_arguments,
+    add_servicers=add_servicers,
+    lead=lead,
+)
+
+if __name__ == "__main__":
+    sys.exit(main(SPEC))

@@ -1,0 +1,85 @@
+"""Keeps each cluster's taints in line with its conditions and the ClusterTaintPolicies.
+
+One compare-and-swap per pass, made on a fresh read; a cluster that is
+unhealthy but not yet for --failover-eviction-timeout is looked at again
+exactly when its NoExecute taint falls due.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from flotilla.api import registry
+from flotilla.api.v1 import cluster_pb2
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.store import NotFound, Store
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
+from services.taint_manager.taint_policy import apply_policies
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TaintConfig:
+    failover_gate: bool = True
+    eviction_timeout: timedelta = timedelta(minutes=5)
+
+
+def describe_taints(cluster: cluster_pb2.Cluster) -> str:
+    if not cluster.spec.taints:
+        return "cluster now does not have taints"
+    parts = [
+        f"{{Key:{t.key},Value:{t.value},Effect:{t.effect}}}" if t.value else f"{{Key:{t.key},Effect:{t.effect}}}"
+        for t in cluster.spec.taints
+    ]
+    return f"cluster now has taints([{','.join(parts)}])"
+
+
+class ClusterTaintReconciler:
+    def __init__(self, store: Store, clock: Clock, clusters: Informer, policies: Informer, config: TaintConfig,
+                 events: EventRecorder | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.clusters = clusters
+        self.policies = policies
+        self.config = config
+        self.events = events
+
+    def auto_no_execute(self) -> bool:
+        # With any ClusterTaintPolicy, policies decide NoExecute taints, as in Karmada >= v1.14.
+        return (self.config.failover_gate and self.config.eviction_timeout > timedelta(0)
+                and not self.policies.list())
+
+    async def reconcile(self, key: str) -> Result | None:
+        cluster = self.clusters.get(key)
+        if cluster is None:
+            return None
+        now = self.clock.now()
+        auto = self.auto_no_execute()
+        policies = self.policies.list() if self.config.failover_gate else []
+        plan = plan_condition_taints(cluster, now, self.config.eviction_timeout, auto)
+
+        def change(obj: cluster_pb2.Cluster) -> bool:
+            fresh_plan = plan_condition_taints(obj, now, self.config.eviction_timeout, auto)
+            changed = apply_plan(obj.spec.taints, fresh_plan, now)
+            return apply_policies(obj.spec.taints, obj, policies, now) or changed
+
+        probe = cluster_pb2.Cluster()
+        probe.CopyFrom(cluster)
+        if change(probe):
+            try:
+                written = await self.store.mutate(registry.CLUSTER, "", cluster.metadata.name, change)
+            except NotFound:
+                return None
+            log.info("event=taint cluster=%s taints=%s", key, describe_taints(written))
+            if self.events is not None:
+                await self.events.normal(written, "TaintClusterSucceed",
+                                         f"Taint cluster succeed: {describe_taints(written)}.")
+        if plan.recheck_at is not None:
+            return Result(requeue_after=max((plan.recheck_at - now).total_seconds(), 0.0))
+        return None

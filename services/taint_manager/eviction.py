@@ -1,0 +1,89 @@
+"""GracefulEvictCluster (spec §7.1) and the state a stateful failover carries over (§12.3).
+
+Pure edits of a binding spec; the reconciler makes them in one compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from flotilla.api.v1 import work_pb2
+from flotilla.jsonpath_template import extract
+
+PRODUCER = "TaintManager"
+REASON = "TaintUntolerated"
+GRACEFULLY, DIRECTLY = "Gracefully", "Directly"
+
+
+class StateNotCollected(Exception):
+    """The evicted cluster's application status is needed but not yet known: retry later."""
+
+
+@dataclass(frozen=True)
+class EvictionOptions:
+    purge_mode: str = GRACEFULLY
+    reason: str = REASON
+    message: str = ""
+    producer: str = PRODUCER
+    grace_period_seconds: int | None = None
+    preserved_label_state: dict[str, str] = field(default_factory=dict)
+    clusters_before_failover: tuple[str, ...] = ()
+
+
+def purge_mode_for(spec: work_pb2.ResourceBindingSpec, default_mode: str) -> str:
+    """The binding's own cluster-failover purge mode, else the service's flag."""
+    if spec.HasField("failover") and spec.failover.HasField("cluster"):
+        return spec.failover.cluster.purge_mode or GRACEFULLY
+    return DIRECTLY if default_mode == DIRECTLY else GRACEFULLY
+
+
+def preserved_state(binding: work_pb2.ResourceBinding, cluster: str) -> dict[str, str]:
+    """Labels for the replacement, extracted from the evicted cluster's reported status."""
+    spec = binding.spec
+    if not (spec.HasField("failover") and spec.failover.HasField("cluster")):
+        return {}
+    rules = spec.failover.cluster.state_preservation.rules
+    if not rules:
+        return {}
+    item = next((a for a in binding.status.aggregated_status if a.cluster_name == cluster), None)
+    if item is None or not item.status:
+        raise StateNotCollected(f"the application status has not yet been collected from Cluster({cluster})")
+    status = json.loads(item.status)
+    state = {}
+    for rule in rules:
+        value = extract(rule.json_path, status)
+        if value is not None:
+            state[rule.alias_label_name] = value
+    return state
+
+
+def graceful_evict_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str, options: EvictionOptions) -> bool:
+    """Move `cluster` from spec.clusters to a graceful eviction task; returns whether spec changed."""
+    index = next((i for i, t in enumerate(spec.clusters) if t.name == cluster), None)
+    if index is None:
+        return False
+    replicas = spec.clusters[index].replicas
+    del spec.clusters[index]
+    if any(task.from_cluster == cluster for task in spec.graceful_eviction_tasks):
+        return True
+    task = spec.graceful_eviction_tasks.add(
+        from_cluster=cluster, purge_mode=options.purge_mode, reason=options.reason,
+        message=options.message, producer=options.producer,
+    )
+    if replicas > 0:
+        task.replicas = replicas
+    if options.grace_period_seconds is not None:
+        task.grace_period_seconds = options.grace_period_seconds
+    task.preserved_label_state.update(options.preserved_label_state)
+    task.clusters_before_failover.extend(options.clusters_before_failover)
+    return True
+
+
+def remove_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str) -> bool:
+    """Eviction without GracefulEviction: the cluster just leaves spec.clusters."""
+    index = next((i for i, t in enumerate(spec.clusters) if t.name == cluster), None)
+    if index is None:
+        return False
+    del spec.clusters[index]
+    return True

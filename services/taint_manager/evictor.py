@@ -1,0 +1,194 @@
+"""NoExecute eviction of bindings (spec §7), ResourceBinding and ClusterResourceBinding alike.
+
+Per binding: every target cluster with NoExecute taints is assessed against the
+binding's tolerations; the clusters due now (and admitted by mass-failure
+protection) leave the binding in one compare-and-swap, made on a fresh read;
+the binding is looked at again exactly when its next toleration runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from opentelemetry import trace
+from prometheus_client import Counter
+
+from flotilla.api import registry
+from flotilla.api.keys import split_key
+from flotilla.api.registry import ResourceType
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
+from flotilla.store import NotFound, Store
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.taint_manager.eviction import (
+    EvictionOptions,
+    graceful_evict_cluster,
+    preserved_state,
+    purge_mode_for,
+    remove_cluster,
+)
+from services.taint_manager.protection import EvictionProtection
+from services.taint_manager.tolerations import LATER, NOW, assess
+
+log = logging.getLogger(__name__)
+
+EVICTIONS = Counter("flotilla_taint_manager_evictions_total", "Clusters evicted from bindings", ["kind"])
+HELD = Counter("flotilla_taint_manager_evictions_held_total",
+               "Evictions held back by mass-failure protection", ["reason"])
+
+BINDING_KINDS: dict[str, ResourceType] = {
+    registry.RESOURCE_BINDING.kind: registry.RESOURCE_BINDING,
+    registry.CLUSTER_RESOURCE_BINDING.kind: registry.CLUSTER_RESOURCE_BINDING,
+}
+
+
+def binding_key(kind: str, object_key: str) -> str:
+    return f"{kind}:{object_key}"
+
+
+def parse_binding_key(key: str) -> tuple[ResourceType, str, str]:
+    kind, _, object_key = key.partition(":")
+    namespace, name = split_key(object_key)
+    return BINDING_KINDS[kind], namespace, name
+
+
+@dataclass(frozen=True)
+class EvictorConfig:
+    enabled: bool = True  # --enable-no-execute-taint-eviction
+    graceful_eviction: bool = True  # feature gate GracefulEviction
+    state_preservation: bool = False  # feature gate StatefulFailoverInjection
+    default_purge_mode: str = "Gracefully"  # --no-execute-taint-eviction-purge-mode
+
+
+@dataclass
+class Pending:
+    binding: str
+    cluster: str
+    at: datetime
+
+
+@dataclass
+class Held:
+    binding: str
+    cluster: str
+    reason: str
+
+
+@dataclass
+class EvictorState:
+    """For inspection: what is waiting, and what protection holds back."""
+
+    pending: dict[str, list[Pending]] = field(default_factory=dict)
+    held: dict[str, list[Held]] = field(default_factory=dict)
+
+
+class BindingEvictionReconciler:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        clusters: Informer,
+        bindings: dict[str, Informer],
+        protection: EvictionProtection,
+        config: EvictorConfig,
+        events: EventRecorder | None = None,
+        tracer: trace.Tracer | None = None,
+        state: EvictorState | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.clusters = clusters
+        self.bindings = bindings
+        self.protection = protection
+        self.config = config
+        self.events = events
+        self.tracer = tracer or trace.get_tracer("flotilla.taint_manager")
+        self.state = state or EvictorState()
+
+    async def reconcile(self, key: str) -> Result | None:
+        rt, namespace, name = parse_binding_key(key)
+        self.state.pending.pop(key, None)
+        self.state.held.pop(key, None)
+        binding = self.bindings[rt.kind].get(key.partition(":")[2])
+        if binding is None or binding.metadata.HasField("deletion_timestamp") or not self.config.enabled:
+            return None
+        now = self.clock.now()
+        due: list[str] = []
+        wake: float | None = None
+        tolerations = binding.spec.placement.cluster_tolerations
+        for target in binding.spec.clusters:
+            cluster = self.clusters.get(target.name)
+            if cluster is None:
+                continue
+            verdict = assess(cluster.spec.taints, tolerations, now)
+            if verdict.when == NOW:
+                admission = self.protection.admit(target.name)
+                if admission.admitted:
+                    due.append(target.name)
+                    continue
+                HELD.labels(reason="protection").inc()
+                self.state.held.setdefault(key, []).append(Held(key, target.name, admission.reason))
+                if admission.retry_after is not None:
+                    wake = _earliest(wake, admission.retry_after)
+            elif verdict.when == LATER and verdict.at is not None:
+                self.state.pending.setdefault(key, []).append(Pending(key, target.name, verdict.at))
+                wake = _earliest(wake, (verdict.at - now).total_seconds())
+        if due:
+            await self._evict(rt, namespace, name, due, now)
+        return Result(requeue_after=wake) if wake is not None else None
+
+    async def _evict(self, rt: ResourceType, namespace: str, name: str, clusters: list[str], now: datetime) -> None:
+        stamped: dict[str, str] = {}
+        evicted: list[str] = []
+
+        def change(binding: object) -> bool:
+            evicted.clear()
+            spec = binding.spec  # type: ignore[attr-defined]
+            for cluster in clusters:
+                if self.config.graceful_eviction:
+                    options = EvictionOptions(
+                        purge_mode=purge_mode_for(spec, self.config.default_purge_mode),
+                        message=f"Evicted from cluster {cluster}: its NoExecute taint is not tolerated",
+                        preserved_label_state=(preserved_state(binding, cluster)  # type: ignore[arg-type]
+                                               if self.config.state_preservation else {}),
+                    )
+                    moved = graceful_evict_cluster(spec, cluster, options)
+                else:
+                    moved = remove_cluster(spec, cluster)
+                if moved:
+                    evicted.append(cluster)
+            if evicted and stamped:
+                binding.metadata.annotations[TRACEPARENT_ANNOTATION] = stamped["traceparent"]  # type: ignore[attr-defined]
+            return bool(evicted)
+
+        # The failover trace started where the cluster was found unhealthy continues here.
+        cluster_obj = self.clusters.get(clusters[0])
+        parent = context_from(cluster_obj.metadata.annotations) if cluster_obj is not None else None
+        with self.tracer.start_as_current_span(
+            "binding.evict", context=parent,
+            attributes={"flotilla.binding": f"{namespace}/{name}" if namespace else name,
+                        "flotilla.clusters": ",".join(clusters), "flotilla.step": "evict"},
+        ) as span:
+            stamped["traceparent"] = traceparent(span)
+            try:
+                written = await self.store.mutate(rt, namespace, name, change)
+            except NotFound:
+                return
+        if not evicted:
+            return
+        EVICTIONS.labels(kind=rt.kind).inc(len(evicted))
+        trace_id = span.get_span_context().trace_id
+        for cluster in evicted:
+            log.info("event=evict cluster=%s binding=%s/%s reason=TaintUntolerated trace_id=%032x",
+                     cluster, namespace, name, trace_id)
+        if self.events is not None:
+            await self.events.normal(written, "EvictWorkloadFromClusterSucceed",
+                                     f"Evict from cluster {','.join(evicted)} succeed.")
+
+
+def _earliest(current: float | None, candidate: float) -> float:
+    return candidate if current is None else min(current, candidate)

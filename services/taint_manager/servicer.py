@@ -1,0 +1,33 @@
+"""gRPC inspection of pending and held evictions and of mass-failure protection."""
+
+from __future__ import annotations
+
+import grpc
+
+from flotilla.api.v1 import taint_manager_pb2, taint_manager_pb2_grpc
+from services.taint_manager.evictor import EvictorState
+from services.taint_manager.protection import EvictionProtection
+
+
+class TaintManagerServicer(taint_manager_pb2_grpc.TaintManagerServicer):
+    def __init__(self, state: EvictorState, protection: EvictionProtection) -> None:
+        self.state = state
+        self.protection = protection
+
+    async def GetEvictionState(self, request: taint_manager_pb2.GetEvictionStateRequest,
+                               context: grpc.aio.ServicerContext) -> taint_manager_pb2.EvictionState:
+        reply = taint_manager_pb2.EvictionState(
+            every_cluster_unhealthy=self.protection.everything_down,
+            admitted_clusters=sorted(self.protection.admitted),
+        )
+        for items in self.state.pending.values():
+            for p in items:
+                reply.pending.add(binding=p.binding, cluster=p.cluster,
+                                  deadline=p.at.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        for items in self.state.held.values():
+            for h in items:
+                reply.held.add(binding=h.binding, cluster=h.cluster, reason=h.reason)
+        for region in sorted(self.protection.regions.values(), key=lambda r: r.region):
+            reply.regions.add(region=region.region, clusters=region.clusters, unhealthy=region.unhealthy,
+                              state=region.state, rate=region.rate)
+        return reply
