@@ -24,7 +24,7 @@ from flotilla.profiles import PROFILES
 from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
-SERVICES = ["webhook", "status"]
+SERVICES = ["webhook", "status", "taint_manager"]
 
 DEFAULT_ETCD_PORT = 2379
 
@@ -260,10 +260,9 @@ APP_FAULTS = ("app-unhealthy", "app-recover")
 
 def sim_fault(args: argparse.Namespace) -> int:
     """`flotilla sim fault CLUSTER FAULT`: the simulator is found through etcd, like every service."""
-    from sim import admin
-
     from flotilla.store.connect import make_client, resolve_endpoints
     from flotilla.store.endpoints import list_endpoints
+    from sim import admin
 
     if args.fault in APP_FAULTS and not (args.namespace and args.name):
         raise UpError(f"{args.fault} needs --namespace and --name of the workload")

@@ -132,6 +132,10 @@ class BindingEvictionReconciler:
                     continue
                 HELD.labels(reason="protection").inc()
                 self.state.held.setdefault(key, []).append(Held(key, target.name, admission.reason))
+                if self.events is not None:
+                    # Folded by the recorder into one Event per cluster and reason, with a count.
+                    await self.events.warning(cluster, "EvictionHeldBack",
+                                              f"Mass-failure protection holds evictions back: {admission.reason}")
                 if admission.retry_after is not None:
                     wake = _earliest(wake, admission.retry_after)
             elif verdict.when == LATER and verdict.at is not None:

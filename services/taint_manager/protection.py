@@ -101,8 +101,8 @@ class EvictionProtection:
         now = self.clock.monotonic()
         slot = self._next_slot.get(region, now)
         if now < slot:
-            detail = f"{state.unhealthy}/{state.clusters} unhealthy" if state else "rate limited"
-            return Admission(False, f"region {region!r} ({detail}): next cluster eviction in {slot - now:.1f}s",
+            detail = f"{state.unhealthy}/{state.clusters} clusters unhealthy" if state else "rate limited"
+            return Admission(False, f"region {region!r} ({detail}) evicts at {rate} clusters/s",
                              retry_after=slot - now)
         self._next_slot[region] = max(slot, now) + 1.0 / rate
         self._admitted.add(cluster)
