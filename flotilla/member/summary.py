@@ -3,7 +3,8 @@ controller does (`getNodeSummary`, `getResourceSummary` and `util.Resource`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from flotilla.member.quantity import Format, Quantity, format_quantity
@@ -103,7 +104,7 @@ class _Resource:
             if amount <= 0:
                 continue
             if name == CPU:
-                result[name] = format_quantity(Quantity(amount).amount / 1000, Format.DECIMAL_SI)
+                result[name] = format_quantity(Fraction(amount, 1000), Format.DECIMAL_SI)
             elif name in (MEMORY, EPHEMERAL_STORAGE) or name.startswith("hugepages-"):
                 result[name] = format_quantity(amount, Format.BINARY_SI)
             else:
@@ -128,11 +129,3 @@ def _counted(name: str) -> bool:
         return True
     return "/" in name and not name.startswith("requests.")
 
-
-def sum_requests(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Total effective requests of `pods` in base units (for capacity accounting)."""
-    total: dict[str, int] = {}
-    for pod in pods:
-        for name, amount in pod_requests(pod.get("spec") or {}).items():
-            total[name] = total.get(name, 0) + amount
-    return total

@@ -11,11 +11,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flotilla.member import MemberClient, load_kubeconfig
-
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.executor.agent import PullAgent

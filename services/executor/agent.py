@@ -9,12 +9,11 @@ import asyncio
 import contextlib
 import logging
 
-from flotilla.member import MemberClient
-
 from flotilla.api import registry
 from flotilla.api.conditions import TRUE
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.member import MemberClient
 from flotilla.runtime.clock import Clock
 from flotilla.store import Store
 from services.executor.lease import LeaseRenewer

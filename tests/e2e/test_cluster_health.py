@@ -57,8 +57,9 @@ class Clusters:
         condition = get_condition(cluster.status.conditions, "Ready") if cluster else None
         return (condition.status, condition.reason) if condition else None
 
-    async def wait(self, predicate: Callable[[], bool], timeout: float) -> float:
-        start = time.monotonic()
+    async def wait(self, predicate: Callable[[], bool], timeout: float, since: float | None = None) -> float:
+        """Seconds from `since` (default: now) until the predicate holds."""
+        start = time.monotonic() if since is None else since
         async with asyncio.timeout(timeout), self.changed:
             await self.changed.wait_for(predicate)
         return time.monotonic() - start
@@ -135,25 +136,33 @@ async def test_push_and_pull_cluster_health(
         assert get_condition(member1.status.conditions, "CompleteAPIEnablements").status == "True"
         assert "karmada.io/cluster-controller" in member1.metadata.finalizers
 
+        faulted = time.monotonic()
         await asyncio.to_thread(fault, etcd, "member1", "down")
-        took = await clusters.wait(lambda: clusters.ready("member1") == ("False", "ClusterNotReachable"), 20)
-        assert THRESHOLD * 0.9 <= took <= THRESHOLD + 2 * PERIOD + 1.5, took
-        assert TRACEPARENT_ANNOTATION in clusters.informer.get("member1").metadata.annotations
+        took = await clusters.wait(lambda: clusters.ready("member1") == ("False", "ClusterNotReachable"), 20,
+                                   since=faulted)
+        # Within the failure threshold plus one probe period (and the CLI's own start-up, and slack for load).
+        assert THRESHOLD <= took <= THRESHOLD + PERIOD + 2.5, took
+        # The failover trace starts here and is stamped on the Cluster for the next services.
+        await clusters.wait(lambda: TRACEPARENT_ANNOTATION in clusters.informer.get("member1").metadata.annotations, 5)
 
         await asyncio.to_thread(fault, etcd, "member2", "unhealthy")
         await clusters.wait(lambda: clusters.ready("member2") == ("False", "ClusterNotReady"), 20)
 
+        recovered = time.monotonic()
         for name in ("member1", "member2"):
             await asyncio.to_thread(fault, etcd, name, "recover")
         took = await clusters.wait(lambda: clusters.ready("member1") == ("True", "ClusterReady")
-                                   and clusters.ready("member2") == ("True", "ClusterReady"), 20)
-        assert took >= THRESHOLD * 0.9
+                                   and clusters.ready("member2") == ("True", "ClusterReady"), 20, since=recovered)
+        assert took >= THRESHOLD
 
         # The Pull cluster's agent dies: its Lease stops, and after the grace period Ready turns Unknown.
+        stopped = time.monotonic()
         stop_service(agent)
         agent = None
-        took = await clusters.wait(lambda: clusters.ready("member3") == ("Unknown", "ClusterStatusUnknown"), 20)
-        assert took >= GRACE / 2
+        took = await clusters.wait(lambda: clusters.ready("member3") == ("Unknown", "ClusterStatusUnknown"), 20,
+                                   since=stopped)
+        # The last renewal was at most a renew interval before the stop.
+        assert GRACE - GRACE / 2 * 0.25 <= took <= GRACE + 2 * PERIOD + 2.5, took
 
         removed = await asyncio.to_thread(ctl, "unjoin", "member2")
         assert (removed.code, removed.out.strip()) == (0, "cluster(member2) is unjoined successfully"), removed.err

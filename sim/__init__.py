@@ -1,0 +1,11 @@
+"""Simulated member clusters that speak the Kubernetes API, with fault injection.
+
+`SimServer` serves many clusters from one process (one aiohttp app, one timer task);
+`python -m sim` runs it as a service; `sim.admin` is the client of its admin API.
+"""
+
+from sim.cluster import SimCluster
+from sim.faults import Fault
+from sim.server import SimServer
+
+__all__ = ["Fault", "SimCluster", "SimServer"]

@@ -1,0 +1,116 @@
+"""The simulator's admin API (server side): list and add clusters, inject and clear faults.
+
+Unauthenticated: the server listens on loopback, and the admin API can do nothing a test or a
+demo operator should be kept from.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from sim.errors import ApiError
+
+if TYPE_CHECKING:
+    from sim.server import SimServer
+
+
+class _BadRequest(Exception):
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def admin_routes(server: SimServer) -> list[web.RouteDef]:
+    async def list_clusters(request: web.Request) -> web.Response:
+        return _ok({"clusters": [c.info() for c in server.clusters.values()]})
+
+    async def add_cluster(request: web.Request) -> web.Response:
+        body = await _json(request)
+        name = _field(body, "name", str)
+        if name in server.clusters:
+            raise _BadRequest(f"cluster {name!r} already exists", 409)
+        try:
+            cluster = server.add_cluster(name, nodes=_optional(body, "nodes", int), cpu=_optional(body, "cpu", str),
+                                         memory=_optional(body, "memory", str), pods=_optional(body, "pods", int))
+        except ValueError as e:
+            raise _BadRequest(str(e)) from e
+        return _ok(cluster.info(), 201)
+
+    async def get_cluster(request: web.Request) -> web.Response:
+        return _ok(_cluster(request).info())
+
+    async def set_fault(request: web.Request) -> web.Response:
+        cluster = _cluster(request)
+        body = await _json(request)
+        latency = _optional(body, "latency", (int, float))
+        try:
+            cluster.set_fault(_field(body, "fault", str), None if latency is None else float(latency))
+        except ValueError as e:
+            raise _BadRequest(str(e)) from e
+        return _ok(cluster.info())
+
+    async def set_app_fault(request: web.Request) -> web.Response:
+        cluster = _cluster(request)
+        body = await _json(request)
+        cluster.set_app_fault(_field(body, "namespace", str), _field(body, "name", str),
+                              _field(body, "healthy", bool), _optional(body, "kind", str))
+        return _ok(cluster.info())
+
+    def _cluster(request: web.Request) -> Any:
+        name = request.match_info["name"]
+        if name not in server.clusters:
+            raise _BadRequest(f"no cluster {name!r}", 404)
+        return server.clusters[name]
+
+    def guarded(handler: Any) -> Any:
+        async def serve(request: web.Request) -> web.Response:
+            try:
+                return await handler(request)
+            except _BadRequest as e:
+                return _ok({"error": str(e)}, e.status)
+            except ApiError as e:
+                return _ok({"error": e.message}, e.code)
+        return serve
+
+    return [
+        web.get("/admin/clusters", guarded(list_clusters)),
+        web.post("/admin/clusters", guarded(add_cluster)),
+        web.get("/admin/clusters/{name}", guarded(get_cluster)),
+        web.post("/admin/clusters/{name}/fault", guarded(set_fault)),
+        web.post("/admin/clusters/{name}/app-fault", guarded(set_app_fault)),
+    ]
+
+
+def _ok(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(body).encode(), status=status, content_type="application/json")
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.read() or b"{}")
+    except ValueError as e:
+        raise _BadRequest(f"body is not JSON: {e}") from e
+    if not isinstance(body, dict):
+        raise _BadRequest("body must be a JSON object")
+    return body
+
+
+def _field(body: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in body:
+        raise _BadRequest(f"missing field {key!r}")
+    return _typed(body, key, kind)
+
+
+def _optional(body: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    return None if body.get(key) is None else _typed(body, key, kind)
+
+
+def _typed(body: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
+    value = body[key]
+    # bool is an int in Python; a JSON true is not a count.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise _BadRequest(f"field {key!r} has the wrong type")
+    return value

@@ -1,0 +1,184 @@
+"""The Kubernetes REST API of one simulated cluster, as served under /clusters/<name>.
+
+Health (/readyz, /healthz, /livez), /version, discovery, and create/get/list/replace/patch/
+delete (plus status and scale subresources) of every type the cluster's catalog holds. Every
+path needs the cluster's bearer token. Watches, pagination (`limit`/`continue`) and dry runs are
+not supported: a list always returns everything.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+from aiohttp import web
+
+from sim import errors
+from sim.catalog import ResourceType, api_group, api_group_list, api_resource_list, api_versions
+from sim.cluster import SimCluster
+from sim.faults import Fault
+from sim.state import APPLY_PATCH
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a resource path points."""
+
+    type: ResourceType
+    namespace: str | None  # None: all namespaces (lists) or a cluster-scoped type
+    name: str | None
+    subresource: str | None
+
+
+def json_response(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(body).encode(), status=status, content_type="application/json")
+
+
+def error_response(error: errors.ApiError) -> web.Response:
+    return json_response(error.status(), error.code)
+
+
+def authorized(request: web.Request, cluster: SimCluster) -> bool:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), cluster.token.encode())
+
+
+async def handle(request: web.Request, cluster: SimCluster, path: str) -> web.StreamResponse:
+    """Serve one authenticated request under the cluster's prefix (`path` is what follows it)."""
+    try:
+        return await _dispatch(request, cluster, path)
+    except errors.ApiError as e:
+        return error_response(e)
+    except Exception as e:  # a simulator bug still answers the way an API server would
+        log.exception("event=sim-api-error cluster=%s method=%s path=%s", cluster.name, request.method, path)
+        return error_response(errors.ApiError(500, "InternalError", f"Internal error occurred: {e}"))
+
+
+async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web.StreamResponse:
+    segments = [unquote(s) for s in path.strip("/").split("/") if s]
+    method = request.method
+    if segments and segments[0] in ("readyz", "healthz", "livez"):
+        return _health(cluster, segments[0])
+    if segments == ["version"]:
+        return json_response(_version(cluster))
+    if not segments or segments[0] not in ("api", "apis"):
+        raise errors.path_not_found()
+    catalog = cluster.state.catalog
+    if segments == ["api"]:
+        return json_response(api_versions(request.host))
+    if segments == ["apis"]:
+        return json_response(api_group_list(catalog))
+    if segments[0] == "apis" and len(segments) == 2:
+        versions = catalog.group_versions().get(segments[1])
+        if not versions or not segments[1]:
+            raise errors.path_not_found()
+        return json_response(api_group(segments[1], versions))
+    group, version, rest = ("", segments[1], segments[2:]) if segments[0] == "api" else (
+        segments[1], segments[2], segments[3:])
+    if not rest:
+        listed = api_resource_list(catalog, group, version)
+        if listed is None:
+            raise errors.path_not_found()
+        return json_response(listed)
+    target = _target(cluster, group, version, rest)
+    if method in ("GET", "HEAD"):
+        return _get(request, cluster, target)
+    body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
+    state = cluster.state
+    t, namespace, name, sub = target.type, target.namespace or "", target.name, target.subresource
+    if method == "POST" and name is None:
+        if target.namespace is None and t.namespaced:
+            raise errors.method_not_allowed(method, t.qualified)
+        return json_response(state.create(t, namespace, body), 201)
+    if method == "DELETE" and name is None:
+        return json_response(state.delete_collection(t, target.namespace, request.query.get("labelSelector")))
+    if name is None:
+        raise errors.method_not_allowed(method, t.qualified)
+    if sub == "scale" and method in ("PUT", "PATCH"):
+        return json_response(state.update_scale(t, namespace, name, body, merge=method == "PATCH"))
+    if method == "PUT":
+        return json_response(state.replace(t, namespace, name, body, status_only=sub == "status"))
+    if method == "PATCH":
+        obj, created = state.patch(t, namespace, name, body, _media_type(request), request.query.get("fieldManager"),
+                                   status_only=sub == "status")
+        return json_response(obj, 201 if created else 200)
+    if method == "DELETE" and sub is None:
+        return json_response(state.delete(t, namespace, name))
+    raise errors.method_not_allowed(method, f"{t.qualified}/{sub}" if sub else t.qualified)
+
+
+def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Response:
+    state, t = cluster.state, target.type
+    if request.query.get("watch") in ("1", "true"):
+        raise errors.method_not_allowed("WATCH", t.qualified)
+    if target.name is None:
+        return json_response(state.list(t, target.namespace, request.query.get("labelSelector"),
+                                        request.query.get("fieldSelector")))
+    if target.subresource == "scale":
+        return json_response(state.get_scale(t, target.namespace or "", target.name))
+    return json_response(state.get(t, target.namespace or "", target.name))
+
+
+def _target(cluster: SimCluster, group: str, version: str, rest: list[str]) -> Target:
+    lookup = cluster.state.catalog.lookup
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        t = lookup(group, version, rest[2])
+        if t is not None and t.namespaced:
+            return _with_name(t, rest[1], rest[3:])
+    t = lookup(group, version, rest[0])
+    if t is None:
+        raise errors.path_not_found()
+    if t.namespaced:
+        if len(rest) > 1:
+            raise errors.path_not_found()
+        return Target(t, None, None, None)
+    return _with_name(t, None, rest[1:])
+
+
+def _with_name(t: ResourceType, namespace: str | None, rest: list[str]) -> Target:
+    if len(rest) > 2 or (len(rest) == 2 and rest[1] not in t.subresources):
+        raise errors.path_not_found()
+    return Target(t, namespace, rest[0] if rest else None, rest[1] if len(rest) == 2 else None)
+
+
+def _media_type(request: web.Request) -> str:
+    return request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        if _media_type(request) == APPLY_PATCH:
+            return yaml.load(raw, Loader=_YAML_LOADER)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as e:
+        kind = "YAML" if _media_type(request) == APPLY_PATCH else "JSON"
+        raise errors.bad_request(f"the body of the request could not be decoded as {kind}: {e}") from e
+
+
+def _health(cluster: SimCluster, endpoint: str) -> web.Response:
+    if endpoint == "readyz" and not cluster.serve_readyz:
+        return web.Response(status=404, text="404 page not found\n")
+    if cluster.fault is Fault.UNHEALTHY:
+        return web.Response(status=500, text=f"[+]ping ok\n[-]etcd failed: reason withheld\n{endpoint} check failed\n")
+    return web.Response(status=cluster.health_status, text="ok")
+
+
+def _version(cluster: SimCluster) -> dict[str, str]:
+    major, minor = cluster.git_version.lstrip("v").split(".")[:2]
+    return {"major": major, "minor": minor, "gitVersion": cluster.git_version,
+            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+            "buildDate": "2024-08-13T07:28:49Z", "goVersion": "go1.22.5", "compiler": "gc",
+            "platform": "linux/amd64"}
+

@@ -1,0 +1,39 @@
+"""The kubeconfig the simulator writes for each cluster (server URL + bearer token)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+
+def write_kubeconfig(path: Path, cluster: str, server: str, token: str) -> None:
+    user = f"{cluster}-admin"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster, "cluster": {"server": server}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user}}],
+        "current-context": cluster,
+        "preferences": {},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written to a temporary name then renamed, so a reader never sees half a file; 0600
+    # because it holds a credential.
+    temporary = path.with_name(f".{path.name}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(config, f, sort_keys=False)
+    os.replace(temporary, path)
+
+
+def existing_token(path: Path) -> str | None:
+    """The token of a kubeconfig written by an earlier run, so clients that stored it keep working
+    across a simulator restart."""
+    try:
+        config = yaml.safe_load(path.read_text())
+        return str(config["users"][0]["user"]["token"]) or None
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError):
+        return None

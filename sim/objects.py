@@ -1,0 +1,255 @@
+"""One cluster's objects, with the API server's rules for writing them.
+
+Kept where it is cheap: uid, creationTimestamp, a per-cluster resourceVersion counter (which
+replace checks when the client sends one), generation (set on types with a status subresource
+and custom resources, bumped when anything outside metadata and status changes), status kept
+out of main-resource writes, finalizers delaying deletion, 404/409/422 Status errors, and the
+few defaults controllers rely on (replicas). Namespaces are created on demand when an object is
+written into one that does not exist (a real server answers 404).
+
+Objects are held as plain dicts; callers outside the simulator get deep copies.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from flotilla.runtime.clock import Clock
+from sim import errors
+from sim.catalog import NAMESPACE, ResourceType
+from sim.patching import apply_onto, merge_patch, spec_part
+from sim.timefmt import rfc3339
+
+Obj = dict[str, Any]
+INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+class ObjectStore:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.revision = 0
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def get(self, t: ResourceType, namespace: str, name: str) -> Obj | None:
+        return self._objects.get(t.key, {}).get((namespace if t.namespaced else "", name))
+
+    def require(self, t: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.get(t, namespace, name)
+        if obj is None:
+            raise errors.not_found(t, name)
+        return obj
+
+    def items(self, t: ResourceType, namespace: str | None = None) -> Iterator[Obj]:
+        """Live objects (not copies) in key order, optionally of one namespace."""
+        bucket = self._objects.get(t.key, {})
+        for key in sorted(bucket):
+            if namespace is None or key[0] == namespace:
+                yield bucket[key]
+
+    # -- writes as the API serves them -----------------------------------------------------------
+
+    def create(self, t: ResourceType, namespace: str, body: Obj) -> Obj:
+        obj = copy.deepcopy(body)
+        self._check_type(t, obj)
+        metadata = obj.setdefault("metadata", {})
+        namespace = self._namespace_for(t, namespace, metadata)
+        if not metadata.get("name") and metadata.get("generateName"):
+            metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
+        name = metadata.get("name")
+        if not name:
+            raise errors.invalid(t, "", "metadata.name: Required value: name or generateName is required")
+        if self.get(t, namespace, name) is not None:
+            raise errors.already_exists(t, name)
+        if t.has_status:
+            obj.pop("status", None)
+        return self.insert(t, obj)
+
+    def replace(self, t: ResourceType, namespace: str, name: str, body: Obj, status_only: bool = False) -> Obj:
+        live = self.require(t, namespace, name)
+        obj = copy.deepcopy(body)
+        self._check_type(t, obj)
+        metadata = obj.setdefault("metadata", {})
+        self._check_name(metadata, name)
+        sent_version = metadata.get("resourceVersion")
+        if sent_version and sent_version != live["metadata"]["resourceVersion"]:
+            raise errors.conflict(t, name)
+        if status_only:
+            new = copy.deepcopy(live)
+            new["status"] = obj.get("status") or {}
+        else:
+            new = obj
+            if t.has_status:
+                new.pop("status", None)
+                if "status" in live:
+                    new["status"] = copy.deepcopy(live["status"])
+        return self._write(t, live, new)
+
+    def apply(self, t: ResourceType, namespace: str, name: str, body: Obj) -> tuple[Obj, bool]:
+        """Server-side apply (see `sim.patching`); returns (object, created)."""
+        self._check_type(t, body)
+        metadata = body.get("metadata") or {}
+        self._check_name(metadata, name)
+        live = self.get(t, namespace, name)
+        if live is None:
+            body = copy.deepcopy(body)
+            body["metadata"] = {**metadata, "name": name}
+            return self.create(t, namespace, body), True
+        return self._write(t, live, apply_onto(live, body, keep_status=t.has_status)), False
+
+    def merge(self, t: ResourceType, namespace: str, name: str, patch: Obj, status_only: bool = False) -> Obj:
+        live = self.require(t, namespace, name)
+        patched = merge_patch(live, patch)
+        if status_only:
+            new = copy.deepcopy(live)
+            if "status" in patched:
+                new["status"] = patched["status"]
+        else:
+            new = patched
+            if t.has_status and "status" in live:
+                new["status"] = copy.deepcopy(live["status"])
+            elif t.has_status:
+                new.pop("status", None)
+        return self._write(t, live, new)
+
+    def delete(self, t: ResourceType, namespace: str, name: str) -> tuple[Obj, bool]:
+        """(object, gone): an object with finalizers is only marked for deletion."""
+        live = self.require(t, namespace, name)
+        if live["metadata"].get("finalizers"):
+            if "deletionTimestamp" not in live["metadata"]:
+                live["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
+                live["metadata"]["deletionGracePeriodSeconds"] = 0
+                self.touch(live)
+            return live, False
+        return self.remove(t, namespace, name) or live, True
+
+    # -- bookkeeping shared with the controllers ---------------------------------------------------
+
+    def insert(self, t: ResourceType, obj: Obj) -> Obj:
+        metadata = obj["metadata"]
+        namespace = metadata.get("namespace", "") if t.namespaced else ""
+        if t.namespaced:
+            self.ensure_namespace(namespace)
+        else:
+            metadata.pop("namespace", None)
+        for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
+            metadata.pop(key, None)
+        metadata["uid"] = str(uuid.uuid4())
+        metadata["creationTimestamp"] = rfc3339(self.clock.now())
+        if _tracks_generation(t):
+            metadata["generation"] = 1
+        obj["apiVersion"], obj["kind"] = t.api_version, t.kind
+        _default(t, obj)
+        self._objects.setdefault(t.key, {})[(namespace, metadata["name"])] = obj
+        self.touch(obj)
+        return obj
+
+    def remove(self, t: ResourceType, namespace: str, name: str) -> Obj | None:
+        return self._objects.get(t.key, {}).pop((namespace if t.namespaced else "", name), None)
+
+    def remove_resource(self, group: str, plural: str) -> None:
+        self._objects.pop((group, plural), None)
+
+    def touch(self, obj: Obj) -> None:
+        self.revision += 1
+        obj["metadata"]["resourceVersion"] = str(self.revision)
+
+    def set_status(self, obj: Obj, status: dict[str, Any]) -> bool:
+        """Controller status write; bumps resourceVersion only when something changed."""
+        if obj.get("status") == status:
+            return False
+        obj["status"] = status
+        self.touch(obj)
+        return True
+
+    def ensure_namespace(self, name: str) -> None:
+        if self.get(NAMESPACE, "", name) is None:
+            self.insert(NAMESPACE, {"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]},
+                                    "status": {"phase": "Active"}})
+
+    def remove_namespace_contents(self, namespace: str) -> list[tuple[tuple[str, str], Obj]]:
+        removed = []
+        for key, bucket in self._objects.items():
+            for obj_key in [k for k in bucket if k[0] == namespace]:
+                removed.append((key, bucket.pop(obj_key)))
+        return removed
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _write(self, t: ResourceType, live: Obj, new: Obj) -> Obj:
+        metadata, old = new.setdefault("metadata", {}), live["metadata"]
+        metadata.pop("managedFields", None)
+        for key in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
+                    "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+            if key in old:
+                metadata[key] = old[key]
+            else:
+                metadata.pop(key, None)
+        new["apiVersion"], new["kind"] = t.api_version, t.kind
+        _default(t, new)
+        if _tracks_generation(t) and spec_part(new) != spec_part(live):
+            metadata["generation"] = old.get("generation", 0) + 1
+        if new == live:
+            return live  # a no-op write keeps the resourceVersion, as on a real server
+        namespace = old.get("namespace", "") if t.namespaced else ""
+        if metadata.get("deletionTimestamp") and not metadata.get("finalizers"):
+            self.remove(t, namespace, old["name"])
+            return new
+        self._objects[t.key][(namespace, old["name"])] = new
+        self.touch(new)
+        return new
+
+    def _check_type(self, t: ResourceType, obj: Obj) -> None:
+        if not isinstance(obj, dict):
+            raise errors.bad_request("the body of the request was in an unknown format")
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if (api_version and api_version != t.api_version) or (kind and kind != t.kind):
+            raise errors.bad_request(f"the API version in the data ({api_version}) or kind ({kind}) does not match "
+                                     f"the expected API version ({t.api_version}) or kind ({t.kind})")
+        if not isinstance(obj.get("metadata", {}), dict):
+            raise errors.bad_request("metadata must be an object")
+
+    def _namespace_for(self, t: ResourceType, namespace: str, metadata: dict[str, Any]) -> str:
+        if not t.namespaced:
+            return ""
+        sent = metadata.get("namespace")
+        if sent and sent != namespace:
+            raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
+                                     "on the request")
+        metadata["namespace"] = namespace
+        return namespace
+
+    @staticmethod
+    def _check_name(metadata: dict[str, Any], name: str) -> None:
+        sent = metadata.get("name")
+        if sent and sent != name:
+            raise errors.bad_request(f"the name of the object ({sent}) does not match the name on the URL ({name})")
+
+
+def _tracks_generation(t: ResourceType) -> bool:
+    return t.has_status or t.custom
+
+
+_REPLICATED = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet")}
+
+
+def _default(t: ResourceType, obj: Obj) -> None:
+    """The API server's defaults that the simulated controllers and health rules read."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if (t.group, t.kind) in _REPLICATED:
+        spec.setdefault("replicas", 1)
+    if (t.group, t.kind) == ("apps", "Deployment"):
+        strategy = spec.setdefault("strategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", "25%")
+            rolling.setdefault("maxSurge", "25%")
+    if (t.group, t.kind) == ("batch", "Job") and "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = spec["parallelism"] = 1

@@ -1,0 +1,137 @@
+"""Many simulated clusters behind one aiohttp server: `/clusters/<name>/...` is a cluster's
+Kubernetes API, `/admin/...` the fault-injection API.
+
+Cheap per cluster by construction: one app routing by prefix, one timer task for every cluster,
+and no per-cluster tasks or polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+from pathlib import Path
+
+from aiohttp import web
+
+from flotilla.runtime.clock import Clock
+from sim import kube_api
+from sim.admin_api import admin_routes
+from sim.cluster import DEFAULT_VERSION, SimCluster
+from sim.errors import UNAUTHORIZED
+from sim.kubeconfig import existing_token, write_kubeconfig
+from sim.timers import Timers
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_MAX_BODY = 3 * 1024 * 1024  # the API server's request size limit
+
+
+class SimServer:
+    def __init__(self, clock: Clock, data_dir: str | Path, *, host: str = "127.0.0.1", pod_ready_delay: float = 2.0,
+                 nodes: int = 3, node_cpu: str = "8", node_memory: str = "32Gi", node_pods: int = 110,
+                 git_version: str = DEFAULT_VERSION) -> None:
+        self.clock = clock
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.pod_ready_delay = pod_ready_delay
+        self.defaults = {"nodes": nodes, "cpu": node_cpu, "memory": node_memory, "pods": node_pods}
+        self.git_version = git_version
+        self.clusters: dict[str, SimCluster] = {}
+        self.timers = Timers(clock)
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        """host:port of the server (what the etcd registration and the admin client use)."""
+        return f"{self.host}:{self.port}"
+
+    def url(self, name: str) -> str:
+        return f"http://{self.address}/clusters/{name}"
+
+    def kubeconfig_path(self, name: str) -> Path:
+        return self.data_dir / "kubeconfigs" / f"{name}.yaml"
+
+    def cluster(self, name: str) -> SimCluster:
+        return self.clusters[name]
+
+    def add_cluster(self, name: str, nodes: int | None = None, cpu: str | None = None, memory: str | None = None,
+                    pods: int | None = None) -> SimCluster:
+        """A new cluster with `nodes` nodes of `cpu`/`memory`/`pods` each (server defaults when
+        left out); its kubeconfig is written as soon as the server has a port."""
+        if not _NAME.match(name):
+            raise ValueError(f"cluster name {name!r} must be a DNS label (lowercase letters, digits, '-')")
+        if name in self.clusters:
+            raise ValueError(f"cluster {name!r} already exists")
+        cluster = SimCluster(
+            name, self.clock, self.timers, token=existing_token(self.kubeconfig_path(name)),
+            pod_ready_delay=self.pod_ready_delay,
+            nodes=self.defaults["nodes"] if nodes is None else nodes,
+            cpu=str(cpu or self.defaults["cpu"]), memory=str(memory or self.defaults["memory"]),
+            pods=int(self.defaults["pods"] if pods is None else pods), git_version=self.git_version,
+        )
+        self.clusters[name] = cluster
+        if self._runner is not None:
+            self._publish(cluster)
+        return cluster
+
+    async def start(self, port: int = 0) -> None:
+        app = web.Application(client_max_size=_MAX_BODY)
+        app.router.add_route("*", "/clusters/{name}{tail:.*}", self._serve_cluster)
+        app.router.add_routes(admin_routes(self))
+        # handler_cancellation: a client giving up on a hanging ("unreachable") request ends it.
+        runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, port))
+            await web.SockSite(runner, sock).start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = sock.getsockname()[1]
+        self._stopping.clear()
+        self.timers.start()
+        for cluster in self.clusters.values():
+            self._publish(cluster)
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        # Held requests ("unreachable", "slow") end first, so shutdown does not wait for them.
+        self._stopping.set()
+        await self.timers.stop()
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> SimServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _publish(self, cluster: SimCluster) -> None:
+        cluster.url = self.url(cluster.name)
+        cluster.kubeconfig = self.kubeconfig_path(cluster.name)
+        write_kubeconfig(cluster.kubeconfig, cluster.name, cluster.url, cluster.token)
+
+    async def _serve_cluster(self, request: web.Request) -> web.StreamResponse:
+        cluster = self.clusters.get(request.match_info["name"])
+        if cluster is None:
+            return web.Response(status=404, text="404 page not found\n")
+        if not await cluster.faults.admit(self.clock, self._stopping):
+            return _drop(request)
+        if not kube_api.authorized(request, cluster):
+            return kube_api.error_response(UNAUTHORIZED)
+        return await kube_api.handle(request, cluster, request.match_info["tail"])
+
+
+def _drop(request: web.Request) -> web.Response:
+    """Close the connection without answering (the response below is never sent)."""
+    if request.transport is not None:
+        request.transport.close()
+    return web.Response(status=503)
