@@ -111,7 +111,8 @@ async def serve(args: argparse.Namespace) -> None:
             registration = Registration(etcd, Endpoint(
                 service="sim", id=f"{socket.gethostname()}-{os.getpid()}", address=server.address,
                 pid=os.getpid(), started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                extra={"data_dir": args.data_dir},
+                # Not a gRPC server: status tools check it over HTTP at this path.
+                extra={"data_dir": args.data_dir, "protocol": "http", "health": "/admin/clusters"},
             ))
             await registration.start()
         log.info("event=serving address=%s clusters=%d kubeconfigs=%s", server.address, len(server.clusters),

@@ -120,6 +120,7 @@ def render(
     *,
     single: bool,
     all_namespaces: bool,
+    headers: bool = True,
 ) -> str:
     """The text `get` prints for objects already fetched, in the chosen output format."""
     if output == "json":
@@ -128,7 +129,8 @@ def render(
         return printers.render_yaml(rt, objs, single)
     if output == "name":
         return printers.render_names(rt, objs)
-    return printers.render_table(rt, objs, now, wide=output == "wide", namespace_column=all_namespaces)
+    text = printers.render_table(rt, objs, now, wide=output == "wide", namespace_column=all_namespaces)
+    return text if headers else text.partition("\n")[2]
 
 
 async def fetch(
@@ -173,7 +175,8 @@ async def cmd_get(args: argparse.Namespace) -> int:
         print(printers.no_resources(namespace), file=sys.stderr)
         return 0
     all_namespaces = bool(args.all_namespaces) and rt.namespaced
-    print(render(rt, objs, args.output, datetime.now(UTC), single=name is not None, all_namespaces=all_namespaces))
+    print(render(rt, objs, args.output, datetime.now(UTC), single=name is not None, all_namespaces=all_namespaces,
+                 headers=not args.no_headers))
     return 0
 
 
@@ -189,4 +192,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     p.add_argument("-o", "--output", default=None, help="wide, json, yaml or name")
     p.add_argument("-l", "--selector", default=None, help="label selector: key=value[,key=value…]")
+    p.add_argument("--no-headers", action="store_true", help="tables without their header line")
     p.set_defaults(run=cmd_get)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import aetcd
@@ -35,9 +35,26 @@ async def check_health(address: str, timeout: float = 2.0) -> str:
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
+async def check_http_health(address: str, path: str, timeout: float = 2.0) -> str:
+    import aiohttp
+
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
+                session.get(f"http://{address}{path}") as response:
+            return "SERVING" if response.status == 200 else f"HTTP {response.status}"
+    except (aiohttp.ClientError, TimeoutError):
+        return "UNREACHABLE"
+
+
+def endpoint_health(endpoint: Endpoint) -> Awaitable[str]:
+    if endpoint.extra.get("protocol") == "http":
+        return check_http_health(endpoint.address, endpoint.extra.get("health", "/"))
+    return check_health(endpoint.address)
+
+
 async def collect(client: aetcd.Client) -> list[InstanceStatus]:
     endpoints = await list_endpoints(client)
-    healths = await asyncio.gather(*(check_health(e.address) for e in endpoints))
+    healths = await asyncio.gather(*(endpoint_health(e) for e in endpoints))
     leaders = {s: await current_leader(client, s) for s in {e.service for e in endpoints}}
     return [
         InstanceStatus(e, h, leaders.get(e.service) == e.id)

@@ -59,20 +59,24 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) 
                           env={**os.environ, **(env or {})})
 
 
-def test_up_status_down(tmp_path: Path) -> None:
+def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
     data_dir = tmp_path / "plane"
     port = free_port()
-    up = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port", str(port))
+    env = {"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}"}
+    up = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port", str(port),
+                 "--sim-clusters", "3", "--profile", "demo")
     try:
         assert up.returncode == 0, up.stderr
         assert up.stdout.strip().splitlines()[-1] == f"export FLOTILLA_ETCD_ENDPOINTS=http://127.0.0.1:{port}"
-        status = run_cli(str(BIN / "flotillactl"), "status",
-                         env={"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}"})
+        status = run_cli(str(BIN / "flotillactl"), "status", env=env)
         assert status.returncode == 0, status.stderr
         header, *rows = status.stdout.strip().splitlines()
         assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"]
-        assert [r.split()[0] for r in rows] == sorted(SERVICES)
+        assert [r.split()[0] for r in rows] == sorted([*SERVICES, "sim", "agent-member3"])
         assert all("SERVING" in r for r in rows)
+        clusters = run_cli(str(BIN / "flotillactl"), "get", "clusters", "--no-headers", env=env)
+        assert [line.split()[:3:2] for line in clusters.stdout.splitlines()] == [
+            ["member1", "Push"], ["member2", "Push"], ["member3", "Pull"]]
         again = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir))
         assert again.returncode == 1 and "already running" in again.stderr
     finally:
