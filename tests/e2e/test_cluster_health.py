@@ -12,11 +12,12 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import grpc
 import pytest
 
 from flotilla.api import registry
 from flotilla.api.conditions import get_condition
-from flotilla.api.v1 import cluster_pb2
+from flotilla.api.v1 import cluster_pb2, status_pb2, status_pb2_grpc
 from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
@@ -109,6 +110,17 @@ def fault(etcd: EmbeddedEtcd, cluster: str, what: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+async def cluster_health(etcd: EmbeddedEtcd, cluster: str) -> status_pb2.ClusterHealthReport:
+    store = await Store.connect(etcd.endpoint)
+    try:
+        (endpoint,) = await list_endpoints(store.client, "status")
+    finally:
+        await store.close()
+    async with grpc.aio.insecure_channel(endpoint.address) as channel:
+        return await status_pb2_grpc.ClusterHealthStub(channel).GetClusterHealth(
+            status_pb2.GetClusterHealthRequest(cluster=cluster), timeout=5)
+
+
 async def test_push_and_pull_cluster_health(
     clean_etcd: EmbeddedEtcd, sim: subprocess.Popen[bytes], tmp_path: Path, ctl: Callable[..., CtlResult],
     clusters: Clusters,
@@ -144,6 +156,10 @@ async def test_push_and_pull_cluster_health(
         assert THRESHOLD <= took <= THRESHOLD + PERIOD + 2.5, took
         # The failover trace starts here and is stamped on the Cluster for the next services.
         await clusters.wait(lambda: TRACEPARENT_ANNOTATION in clusters.informer.get("member1").metadata.annotations, 5)
+
+        report = await cluster_health(etcd, "member1")
+        assert report.observed_status == "False" and report.probes
+        assert report.probes[-1].published_reason == "ClusterNotReachable" and not report.probes[-1].online
 
         await asyncio.to_thread(fault, etcd, "member2", "unhealthy")
         await clusters.wait(lambda: clusters.ready("member2") == ("False", "ClusterNotReady"), 20)
