@@ -1,0 +1,19 @@
+"""Resource interpretation: how healthy a member object is (spec §13)."""
+
+from flotilla.interpreter.errors import InterpretationError
+from flotilla.interpreter.health import HEALTHY, UNHEALTHY, UNKNOWN, HealthInterpreter, HealthResult
+from flotilla.interpreter.lua import DEFAULT_TIMEOUT, LuaHealthScript, lua_compile_error
+from flotilla.interpreter.native import native_health_rule
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HEALTHY",
+    "UNHEALTHY",
+    "UNKNOWN",
+    "HealthInterpreter",
+    "HealthResult",
+    "InterpretationError",
+    "LuaHealthScript",
+    "lua_compile_error",
+    "native_health_rule",
+]

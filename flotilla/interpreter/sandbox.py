@@ -1,0 +1,330 @@
+"""A sealed Lua 5.1 runtime that runs interpreter scripts under a time and a memory limit.
+
+Karmada runs ResourceInterpreterCustomization scripts in gopher-lua, a Lua 5.1,
+so this is lupa's Lua 5.1 too: the same scripts compile and behave the same.
+
+One LuaSandbox holds one lupa runtime. Scripts never run in the runtime's
+globals: each call builds a fresh environment holding only the safe base
+functions and copies of `string`, `table` and `math`, so a script cannot reach
+`io`, `os`, `debug`, `require` or the loaders, and nothing it leaves in its
+globals survives into the next call. The dangerous globals are removed from
+the runtime as well once the few functions the sandbox needs are captured.
+
+Time is bounded by a count hook set from outside the sandbox: every
+`_HOOK_INSTRUCTIONS` VM instructions it compares the wall clock with the
+deadline and raises once it has passed. A single call into a C library
+function is not interrupted; the memory limit and the pattern length limit
+keep those short.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from lupa import lua51
+
+from flotilla.interpreter.errors import InterpretationError
+
+# Error positions read `luaScript:3: ...`, matching what admission reports.
+CHUNK_NAME = "=luaScript"
+DEFAULT_MEMORY_LIMIT = 64 * 2**20
+# Far above any pattern a health script uses, far below the recursion depth
+# (about one C frame per pattern item) that overflows a thread's stack.
+MAX_PATTERN_LENGTH = 4096
+# Long enough that the hook (a call out to Python's clock) costs about 1% of a
+# busy loop, short enough that a loop is stopped within a millisecond.
+_HOOK_INSTRUCTIONS = 10_000
+# Error messages are cut to this many bytes: they end up in an Event.
+_MAX_MESSAGE_BYTES = 512
+_BYTECODE_SIGNATURE = "\x1bLua"
+_MEMORY_MESSAGE = "not enough memory"
+
+# Globals removed from the runtime after bootstrap. Scripts cannot see the
+# runtime's globals anyway; removing these keeps a future mistake (running
+# something in the global environment) from handing them out.
+_SEALED_GLOBALS = (
+    "collectgarbage", "coroutine", "debug", "dofile", "gcinfo", "getfenv", "io", "load", "loadfile",
+    "loadstring", "module", "newproxy", "os", "package", "python", "require", "setfenv",
+)
+
+_BOOTSTRAP = r"""
+local clock, max_pattern_length, max_message_bytes = ...
+
+-- Captured before the globals are sealed. Scripts never see this scope.
+local sethook, setfenv, loadstring = debug.sethook, setfenv, loadstring
+local rawget, type, pairs, ipairs, pcall, error, select, unpack, tostring =
+  rawget, type, pairs, ipairs, pcall, error, select, unpack, tostring
+
+local deadline, expired = math.huge, false
+
+local function hook()
+  if expired or clock() > deadline then
+    if not expired then
+      expired = true
+      -- From now on every instruction fails, so a script that catches the
+      -- timeout with pcall is unwound one level per instruction instead of
+      -- running on until the next count.
+      sethook(hook, "", 1)
+    end
+    error("timeout", 0)
+  end
+end
+
+local function arm(seconds)
+  expired = false
+  deadline = clock() + seconds
+end
+
+local function timed_out()
+  return expired
+end
+
+-- Lua 5.1's matcher recurses once per pattern item with no depth limit (5.2
+-- added one), so a long enough pattern overflows the C stack and kills the
+-- process. Patched in the real string table so that method calls on strings
+-- (`s:find(p)`, through the string metatable) are guarded too.
+local function guard_pattern(name, match)
+  return function(s, pattern, ...)
+    if type(pattern) == "string" and #pattern > max_pattern_length then
+      error("string." .. name .. ": pattern longer than " .. max_pattern_length .. " characters", 2)
+    end
+    return match(s, pattern, ...)
+  end
+end
+for _, name in ipairs({"find", "match", "gmatch", "gsub", "gfind"}) do
+  if string[name] then
+    string[name] = guard_pattern(name, string[name])
+  end
+end
+-- Bytecode is refused by compile(); dumping functions would only help someone trying.
+string.dump = nil
+
+local function pack(...)
+  return {n = select("#", ...), ...}
+end
+
+-- Lua 5.1 runs an xpcall handler with hooks off when the error was raised by
+-- a hook, so a handler that loops would outlive the time limit. Calling the
+-- handler after pcall has unwound keeps it under the hook.
+local function hooked_xpcall(f, handler)
+  local results = pack(pcall(f))
+  if results[1] then
+    return unpack(results, 1, results.n)
+  end
+  local ok, value = pcall(handler, results[2])
+  if not ok then
+    value = "error in error handling"
+  end
+  return false, value
+end
+
+-- Karmada replaces these with functions that fail with a message; so does
+-- this sandbox, so a ported script gets a clear error rather than
+-- "attempt to call a nil value".
+local function unavailable(name)
+  return function()
+    error(name .. " is not available to resource interpreter scripts", 2)
+  end
+end
+
+local template = {
+  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, pcall = pcall,
+  select = select, tonumber = tonumber, tostring = tostring, type = type, unpack = unpack,
+  xpcall = hooked_xpcall, _VERSION = _VERSION,
+  -- Scripts written for Karmada may print while debugging; here output has nowhere to go.
+  print = function() end,
+}
+for _, name in ipairs({
+  "collectgarbage", "dofile", "getfenv", "getmetatable", "load", "loadfile", "loadstring", "module",
+  "newproxy", "rawequal", "rawget", "rawset", "require", "setfenv", "setmetatable",
+}) do
+  template[name] = unavailable(name)
+end
+local libraries = {string = string, table = table, math = math}
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do
+    c[k] = v
+  end
+  return c
+end
+
+local function new_env()
+  local env = copy(template)
+  for name, library in pairs(libraries) do
+    env[name] = copy(library)
+  end
+  env._G = env
+  return env
+end
+
+-- lupa decodes strings it hands to Python as UTF-8 and fails on anything
+-- else; Lua messages can hold any byte (the lexer quotes half a character), so
+-- messages travel as byte lists and Python decodes them leniently.
+local function message_bytes(message)
+  local text = tostring(message)
+  if #text > max_message_bytes then
+    text = text:sub(1, max_message_bytes)
+  end
+  return {text:byte(1, -1)}
+end
+
+local function compile(source, chunk_name)
+  local chunk, message = loadstring(source, chunk_name)
+  if chunk then
+    return chunk, nil
+  end
+  return nil, message_bytes(message)
+end
+
+-- Karmada's convention: run the script, then call the named function with
+-- the arguments and keep its first return value.
+local function run(chunk, name, ...)
+  local env = new_env()
+  setfenv(chunk, env)
+  chunk()
+  local fn = rawget(env, name)
+  if fn == nil then
+    error("script does not define function " .. name, 0)
+  end
+  if type(fn) ~= "function" then
+    error(name .. " is a " .. type(fn) .. ", not a function", 0)
+  end
+  local result = fn(...)
+  if type(result) == "boolean" then
+    return "boolean", result
+  end
+  return type(result)
+end
+
+local function call(chunk, name, ...)
+  local ok, kind, value = pcall(run, chunk, name, ...)
+  if ok then
+    return kind, value
+  end
+  return "error", message_bytes(kind)
+end
+
+return compile, call, arm, hook, timed_out
+"""
+
+
+class LuaSandbox:
+    """One sealed runtime. Thread-safe: calls are serialized, each bounded by its timeout."""
+
+    def __init__(self, memory_limit: int = DEFAULT_MEMORY_LIMIT) -> None:
+        self.memory_limit = memory_limit
+        self._lock = threading.Lock()
+        self._runtime = lua51.LuaRuntime(
+            register_eval=False,
+            register_builtins=False,
+            attribute_filter=_deny_attribute,
+            max_memory=memory_limit,
+        )
+        lua_globals = self._runtime.globals()
+        self._sethook = lua_globals.debug.sethook
+        self._compile, self._call, self._arm, self._hook, self._timed_out = self._runtime.execute(
+            _BOOTSTRAP, time.monotonic, MAX_PATTERN_LENGTH, _MAX_MESSAGE_BYTES
+        )
+        for name in _SEALED_GLOBALS:
+            lua_globals[name] = None
+
+    def compile(self, script: str) -> Any:
+        """The compiled chunk; InterpretationError with the compiler's message if it does not compile."""
+        if script.startswith(_BYTECODE_SIGNATURE):
+            # loadstring would accept a precompiled chunk, which gopher-lua
+            # cannot run and which can crash a stock Lua VM when loaded.
+            raise InterpretationError("precompiled Lua bytecode is not accepted; provide Lua source")
+        with self._lock:
+            try:
+                chunk, message = self._compile(script, CHUNK_NAME)
+            except lua51.LuaMemoryError as error:
+                raise self._memory_exceeded() from error
+        if chunk is None:
+            raise InterpretationError(_decode(message))
+        return chunk
+
+    def call(self, chunk: Any, function_name: str, argument: Mapping[str, Any], timeout: float) -> tuple[str, Any]:
+        """Run the chunk, then `function_name(argument)`: the result's Lua type and, for a boolean, its value.
+
+        `argument` is a JSON object; it reaches the script as nested tables
+        (lists 1-indexed, JSON null as nil). Any failure, including running
+        past `timeout` seconds, raises InterpretationError.
+        """
+        _check_json(argument)
+        with self._lock:
+            try:
+                lua_argument = self._runtime.table_from(argument, recursive=True)
+            except lua51.LuaMemoryError as error:
+                raise self._memory_exceeded() from error
+            except OverflowError as error:
+                raise InterpretationError("object holds an integer too large for a Lua number") from error
+            escaped: lua51.LuaError | None = None
+            self._arm(timeout)
+            self._sethook(self._hook, "", _HOOK_INSTRUCTIONS)
+            try:
+                kind, value = self._call(chunk, function_name, lua_argument)
+            except lua51.LuaError as error:
+                # Once the deadline passed the hook fails every instruction,
+                # including those after the script's own pcall has returned.
+                escaped = error
+            finally:
+                self._sethook()
+            if self._timed_out():
+                raise InterpretationError(f"Lua script exceeded its time limit of {timeout:g}s")
+            if isinstance(escaped, lua51.LuaMemoryError):
+                raise self._memory_exceeded() from escaped
+            if escaped is not None:
+                raise InterpretationError(_one_line(str(escaped))) from escaped
+            if kind == "error":
+                message = _decode(value)
+                if message == _MEMORY_MESSAGE:
+                    raise self._memory_exceeded()
+                raise InterpretationError(message)
+            return kind, value
+
+    def _memory_exceeded(self) -> InterpretationError:
+        # Lua 5.1 has no emergency collection: without a full cycle now the
+        # garbage of the failed call could make the next allocation fail too.
+        self._runtime.gccollect()
+        return InterpretationError(f"Lua memory limit of {self.memory_limit // 2**20} MiB exceeded")
+
+
+def _deny_attribute(obj: object, name: object, is_setting: bool) -> object:
+    # No Python object is reachable from a script; this is the second lock on
+    # that door (attribute access on a wrapped object reaches Python internals).
+    raise AttributeError("Python attributes are not accessible from Lua")
+
+
+def _check_json(value: Any) -> None:
+    """Refuse anything but JSON values: lupa would hand other objects to Lua as live Python objects."""
+    seen: set[int] = set()
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise InterpretationError(f"object has a non-string key {key!r}")
+                    pending.append(child)
+            else:
+                pending.extend(item)
+        elif not isinstance(item, str | int | float | bool) and item is not None:
+            raise InterpretationError(f"object holds a Python {type(item).__name__!r}, not a JSON value")
+
+
+def _decode(message_bytes: Any) -> str:
+    raw = bytes(message_bytes[index] for index in range(1, len(message_bytes) + 1))
+    return _one_line(raw.decode("utf-8", errors="replace"))
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
