@@ -20,6 +20,9 @@ from flotilla.store.leader import ELECTION_PREFIX
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The simulator's fixtures (start_sim, member_client, ...) for every test module.
+pytest_plugins = ["tests.sim_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEtcd]:

@@ -15,7 +15,6 @@ from flotilla.runtime.clock import FakeClock
 if TYPE_CHECKING:
     from tests.sim_fixtures import StartSim
 
-pytest_plugins = ["tests.sim_fixtures"]
 pytestmark = pytest.mark.timeout(15)
 
 MakeClient = Callable[..., MemberClient]

@@ -14,7 +14,6 @@ from flotilla.member import Health, MemberClient
 if TYPE_CHECKING:
     from tests.sim_fixtures import StartSim
 
-pytest_plugins = ["tests.sim_fixtures"]
 pytestmark = pytest.mark.timeout(30)
 
 CLUSTERS = 100

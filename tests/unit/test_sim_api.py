@@ -10,7 +10,6 @@ import pytest
 if TYPE_CHECKING:
     from tests.sim_fixtures import KubeHttp, StartSim
 
-pytest_plugins = ["tests.sim_fixtures"]
 pytestmark = pytest.mark.timeout(10)
 
 CM = "/api/v1/namespaces/default/configmaps"

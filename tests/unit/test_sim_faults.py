@@ -17,7 +17,6 @@ from sim.faults import UNREACHABLE_CAP, Fault
 if TYPE_CHECKING:
     from tests.sim_fixtures import KubeHttp, StartSim
 
-pytest_plugins = ["tests.sim_fixtures"]
 pytestmark = pytest.mark.timeout(10)
 
 

@@ -13,7 +13,6 @@ from flotilla.runtime.clock import FakeClock
 if TYPE_CHECKING:
     from tests.sim_fixtures import KubeHttp, StartSim
 
-pytest_plugins = ["tests.sim_fixtures"]
 pytestmark = pytest.mark.timeout(10)
 
 NS = "/apis/apps/v1/namespaces/default"

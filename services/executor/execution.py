@@ -1,0 +1,154 @@
+"""The execution controller (spec §11): each Work applied to its member cluster with
+server-side apply, and a deleted Work's objects deleted from the member before
+its finalizer goes.
+
+The same class serves Push clusters (from the control plane) and, in the
+Pull-mode agent, the one cluster the agent runs beside: `serves` says which
+clusters are ours and `connect` gives the client for one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from flotilla.api import registry
+from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
+from flotilla.api.keys import cluster_of_execution_namespace, split_key
+from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.member import MemberClient, MemberError
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.store import NotFound, Store
+from flotilla.store.informer import Informer
+
+log = logging.getLogger(__name__)
+
+EXECUTION_FINALIZER = "karmada.io/execution-controller"
+APPLIED, DISPATCHING = "Applied", "Dispatching"
+
+Connect = Callable[[cluster_pb2.Cluster], Awaitable[MemberClient]]
+
+
+class ClusterNotReady(Exception):
+    """Retried with backoff; the Work's cluster turning Ready re-enqueues it at once."""
+
+
+def manifests(work: work_pb2.Work) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in work.spec.workload.manifests]
+
+
+def _applied_for_generation(work: work_pb2.Work) -> bool:
+    condition = get_condition(work.status.conditions, APPLIED)
+    return (condition is not None and condition.status == TRUE
+            and condition.observed_generation == work.metadata.generation)
+
+
+class ExecutionReconciler:
+    def __init__(self, store: Store, clock: Clock, works: Informer, clusters: Informer, connect: Connect,
+                 serves: Callable[[cluster_pb2.Cluster], bool]) -> None:
+        self.store = store
+        self.clock = clock
+        self.works = works
+        self.clusters = clusters
+        self.connect = connect
+        self.serves = serves
+
+    async def reconcile(self, key: str) -> Result | None:
+        work: work_pb2.Work | None = self.works.get(key)
+        if work is None:
+            return None
+        cluster_name = cluster_of_execution_namespace(work.metadata.namespace)
+        if cluster_name is None:
+            return None
+        cluster = self.clusters.get(cluster_name)
+        if cluster is not None and not self.serves(cluster):
+            return None
+        if work.metadata.HasField("deletion_timestamp"):
+            await self._delete(work, cluster)
+            return None
+        await self._apply(work, cluster)
+        return None
+
+    async def _delete(self, work: work_pb2.Work, cluster: cluster_pb2.Cluster | None) -> None:
+        if EXECUTION_FINALIZER not in work.metadata.finalizers:
+            return
+        keep = work.spec.preserve_resources_on_deletion
+        # A cluster that is gone or being removed cannot be cleaned: release the Work.
+        releasing = cluster is None or cluster.metadata.HasField("deletion_timestamp")
+        if not keep and not releasing:
+            if not is_true(cluster.status.conditions, "Ready"):
+                raise ClusterNotReady(f"cluster({cluster.metadata.name}) not ready")
+            client = await self.connect(cluster)
+            for manifest in manifests(work):
+                meta = manifest.get("metadata") or {}
+                await client.delete(manifest["apiVersion"], manifest["kind"], meta.get("namespace", ""), meta["name"])
+        await self._remove_finalizer(work)
+        log.info("event=work-deleted work=%s/%s cluster_cleaned=%s", work.metadata.namespace, work.metadata.name,
+                 not keep and not releasing)
+
+    async def _remove_finalizer(self, work: work_pb2.Work) -> None:
+        def change(obj: work_pb2.Work) -> bool:
+            if EXECUTION_FINALIZER not in obj.metadata.finalizers:
+                return False
+            obj.metadata.finalizers.remove(EXECUTION_FINALIZER)
+            return True
+
+        try:
+            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change)
+        except NotFound:
+            return
+
+    async def _apply(self, work: work_pb2.Work, cluster: cluster_pb2.Cluster | None) -> None:
+        now = self.clock.now()
+        generation = work.metadata.generation
+        if work.spec.suspend_dispatching:
+            await self._set_conditions(work, [(DISPATCHING, FALSE, "SuspendDispatching",
+                                               "Work dispatching is in a suspended state.")], generation)
+            return
+        if _applied_for_generation(work):
+            return
+        if cluster is None or not is_true(cluster.status.conditions, "Ready"):
+            raise ClusterNotReady(f"cluster({cluster.metadata.name if cluster else '?'}) not ready")
+        client = await self.connect(cluster)
+        errors = []
+        items = manifests(work)
+        for manifest in items:
+            try:
+                await client.apply(manifest)
+            except (MemberError, ValueError) as e:
+                errors.append(str(e))
+        if errors:
+            applied = (APPLIED, FALSE, "AppliedFailed",
+                       f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): {'; '.join(errors)}")
+        else:
+            applied = (APPLIED, TRUE, "AppliedSuccessful", "Manifest has been successfully applied")
+        await self._set_conditions(work, [
+            (DISPATCHING, TRUE, "Dispatching", "Work is being dispatched to member clusters."), applied,
+        ], generation)
+        log.info("event=work-applied work=%s/%s ok=%s at=%s", work.metadata.namespace, work.metadata.name,
+                 not errors, now.isoformat())
+        if errors:
+            raise MemberError(errors[0])
+
+    async def _set_conditions(self, work: work_pb2.Work, conditions: list[tuple[str, str, str, str]],
+                              generation: int) -> None:
+        now = self.clock.now()
+
+        def change(obj: work_pb2.Work) -> bool:
+            changed = False
+            for type_, status, reason, message in conditions:
+                changed |= set_condition(obj.status.conditions, type_, status, reason, message, now, generation)
+            return changed
+
+        try:
+            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change, status=True)
+        except NotFound:
+            return
+
+
+def work_cluster(key: str) -> str | None:
+    namespace, _ = split_key(key)
+    return cluster_of_execution_namespace(namespace)

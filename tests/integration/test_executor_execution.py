@@ -1,0 +1,189 @@
+"""The execution side against a real etcd and the simulator: Works applied to members,
+member status and health back into Works, deletion that waits for an unreachable cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+
+from flotilla.api import codec, registry
+from flotilla.api.conditions import get_condition, set_condition
+from flotilla.api.keys import execution_namespace
+from flotilla.api.v1 import cluster_pb2, config_pb2, work_pb2
+from flotilla.clusterstatus.clients import MemberClients
+from flotilla.credentials import secret_document
+from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.runtime.clock import RealClock
+from flotilla.store import Store
+from flotilla.store.informer import Informer
+from services.executor.execution import EXECUTION_FINALIZER
+from services.executor.execution_manager import ExecutionManager
+from sim import SimServer
+from tests.factories import EXAMPLE_FILES
+from tests.sim_fixtures import StartSim
+
+
+def deployment(replicas: int) -> dict:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "nginx", "namespace": "default", "labels": {"app": "nginx"}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "nginx"}},
+                 "template": {"metadata": {"labels": {"app": "nginx"}},
+                              "spec": {"containers": [{"name": "nginx", "image": "nginx",
+                                                       "resources": {"requests": {"cpu": "100m"}}}]}}},
+    }
+
+
+async def join(store: Store, server: SimServer, name: str) -> None:
+    credentials = load_kubeconfig(server.kubeconfig_path(name))
+    await store.create(codec.from_dict(secret_document(name, credentials)))
+    cluster = await store.create(codec.from_dict({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
+        "spec": {"apiEndpoint": credentials.server, "syncMode": "Push",
+                 "secretRef": {"namespace": "karmada-cluster", "name": name}},
+    }))
+    await set_ready(store, cluster.metadata.name, "True")
+
+
+async def set_ready(store: Store, name: str, status: str) -> None:
+    def change(obj: cluster_pb2.Cluster) -> None:
+        set_condition(obj.status.conditions, "Ready", status, "Test", "set by the test", RealClock().now())
+
+    await store.mutate(registry.CLUSTER, "", name, change, status=True)
+
+
+async def create_work(store: Store, cluster: str, manifest: dict) -> work_pb2.Work:
+    work = work_pb2.Work(api_version="work.karmada.io/v1alpha1", kind="Work")
+    work.metadata.name = "nginx-687f7fb96f"
+    work.metadata.namespace = execution_namespace(cluster)
+    work.metadata.finalizers.append(EXECUTION_FINALIZER)
+    work.spec.workload.manifests.append(codec.raw_json(manifest))
+    return await store.create(work)
+
+
+class Works:
+    def __init__(self, informer: Informer) -> None:
+        self.informer = informer
+        self.changed = asyncio.Condition()
+        informer.add_handler(self._notify)
+
+    async def _notify(self, *_: object) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = 15) -> None:
+        async with asyncio.timeout(timeout), self.changed:
+            await self.changed.wait_for(predicate)
+
+
+@contextlib.asynccontextmanager
+async def executing(store: Store) -> AsyncIterator[ExecutionManager]:
+    clients = MemberClients(store, timeout=1.0)
+    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull",
+                               status_period=0.1)
+    task = asyncio.create_task(manager.run())
+    try:
+        yield manager
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await clients.close()
+
+
+def health_of(informer: Informer, key: str) -> tuple[str, int]:
+    work = informer.get(key)
+    if work is None or not work.status.manifest_statuses:
+        return ("", -1)
+    status = work.status.manifest_statuses[0]
+    return status.health, json.loads(status.status or b"{}").get("readyReplicas", 0)
+
+
+async def test_work_applied_collected_and_deleted_only_when_reachable(
+    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient]
+) -> None:
+    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
+    member = member_client(server)
+    await join(store, server, "member1")
+    work = await create_work(store, "member1", deployment(2))
+    key = f"{work.metadata.namespace}/{work.metadata.name}"
+    async with executing(store) as manager:
+        watch = Works(manager.works)
+        await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 2))
+        applied = get_condition(manager.works.get(key).status.conditions, "Applied")
+        assert (applied.status, applied.reason) == ("True", "AppliedSuccessful")
+        assert (await member.get("apps/v1", "Deployment", "default", "nginx"))["spec"]["replicas"] == 2
+
+        # A Lua customization decides health from now on; the seed one wants every replica ready.
+        seed = next(p for p in EXAMPLE_FILES if p.name == "health-interpreter.yaml")
+        ric = codec.from_dict(codec.load_yaml_documents(seed.read_text())[0])
+        assert isinstance(ric, config_pb2.ResourceInterpreterCustomization)
+        await store.create(ric)
+        server.cluster("member1").set_app_fault("default", "nginx", healthy=False)
+        await watch.until(lambda: health_of(manager.works, key)[0] == "Unhealthy")
+        server.cluster("member1").set_app_fault("default", "nginx", healthy=True)
+        await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 2))
+
+        # The cluster becomes unreachable; the Work is deleted and must wait for it.
+        server.cluster("member1").set_fault("down")
+        await set_ready(store, "member1", "False")
+        await store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
+        await watch.until(lambda: manager.works.get(key).metadata.HasField("deletion_timestamp"))
+        await asyncio.sleep(0.3)  # several retries' worth: the Work must still be held
+        assert EXECUTION_FINALIZER in manager.works.get(key).metadata.finalizers
+        server.cluster("member1").set_fault("recover")
+        assert await member.get("apps/v1", "Deployment", "default", "nginx") is not None
+        await set_ready(store, "member1", "True")
+        await watch.until(lambda: manager.works.get(key) is None)
+        assert await member.get("apps/v1", "Deployment", "default", "nginx") is None
+
+
+async def test_object_removed_in_the_member_is_applied_again(
+    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient]
+) -> None:
+    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
+    member = member_client(server)
+    await join(store, server, "member1")
+    work = await create_work(store, "member1", deployment(1))
+    key = f"{work.metadata.namespace}/{work.metadata.name}"
+    async with executing(store) as manager:
+        watch = Works(manager.works)
+        await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1))
+        await member.delete("apps/v1", "Deployment", "default", "nginx")
+        await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1)
+                          and get_condition(manager.works.get(key).status.conditions, "Applied").status == "True"
+                          and manager.works.get(key).status.manifest_statuses[0].status != b"{}")
+        async with asyncio.timeout(10):
+            while await member.get("apps/v1", "Deployment", "default", "nginx") is None:
+                await asyncio.sleep(0.05)
+
+
+async def test_member_get_shows_each_clusters_objects(
+    store: Store, etcd: object, start_sim: StartSim, capsys: object
+) -> None:
+    from flotilla.cli.main import main
+
+    server = await start_sim("member1", "member2", "member3", clock=RealClock(), pod_ready_delay=0.05)
+    for name in ("member1", "member2", "member3"):
+        await join(store, server, name)
+    for name, replicas in (("member1", 1), ("member2", 2)):
+        client = MemberClient(load_kubeconfig(server.kubeconfig_path(name)))
+        await client.apply(deployment(replicas))
+        await client.close()
+    server.cluster("member3").set_fault("down")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(["--etcd-endpoints", etcd.endpoint, *args])  # type: ignore[attr-defined]
+        out, err = capsys.readouterr()  # type: ignore[attr-defined]
+        return code, out, err
+
+    code, out, err = await asyncio.to_thread(run, "member", "get", "deployments")
+    assert code == 1  # one member could not be read
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("error: cluster member3:")
+    header, *rows = out.strip().splitlines()
+    assert header.split()[:3] == ["NAME", "CLUSTER", "READY"]
+    assert [r.split()[:2] for r in rows] == [["nginx", "member1"], ["nginx", "member2"]]
+    code, out, _ = await asyncio.to_thread(run, "member", "get", "deployments", "--clusters", "member2", "-o", "json")
+    items = json.loads(out)["items"]
+    assert code == 0 and [(i["cluster"], i["spec"]["replicas"]) for i in items] == [("member2", 2)]
