@@ -1,39 +1,80 @@
-"""`python -m services.executor --mode agent --cluster NAME --kubeconfig PATH`: the Pull-mode agent.
+"""`python -m services.executor`: bindings -> Works -> member clusters (Push clusters), or,
+with `--mode agent --cluster NAME --kubeconfig PATH`, the Pull-mode agent beside one cluster.
 
-Each agent elects a leader among its own replicas (service `agent-<cluster>`),
-so agents of different clusters never block each other.
+Each agent elects a leader among its own replicas (service `agent-<cluster>`), so
+agents of different clusters never block each other or the executor.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
+from flotilla.api.v1 import cluster_pb2
+from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.member import MemberClient, load_kubeconfig
-from flotilla.runtime.flags import duration
+from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.executor.agent import PullAgent
+from services.executor.controllers import ExecutorConfig, ExecutorControllers
+from services.executor.execution_manager import ExecutionManager
 from services.executor.lease import LeaseRenewer
+
+PULL = "Pull"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--mode", choices=["agent"], default="agent",
-                        help="agent: run beside one Pull-mode member cluster")
-    parser.add_argument("--cluster", required=True, help="the member cluster this agent serves")
-    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of the member cluster")
-    parser.add_argument("--context", default=None, help="kubeconfig context")
+    parser.add_argument("--mode", choices=["controller", "agent"], default="controller",
+                        help="controller: Push clusters from the control plane; agent: beside one Pull cluster")
+    parser.add_argument("--cluster", default="", help="agent: the member cluster this agent serves")
+    parser.add_argument("--kubeconfig", default="", help="agent: kubeconfig of the member cluster")
+    parser.add_argument("--context", default=None, help="agent: kubeconfig context")
     add_status_flags(parser)
     parser.add_argument("--cluster-lease-duration", type=duration, default=duration("40s"))
     parser.add_argument("--cluster-lease-renew-interval-fraction", type=float, default=0.25)
+    parser.add_argument("--work-status-sync-period", type=duration, default=duration("2s"),
+                        help="how often member status is collected back into Works (one list per kind per cluster)")
+    parser.add_argument("--concurrent-work-syncs", type=int, default=16)
+    parser.add_argument("--feature-gates", type=feature_gates, default={},
+                        help="StatefulFailoverInjection=false,PropagateDeps=true,PropagationPolicyPreemption=false")
+    parser.add_argument("--skipped-propagating-namespaces", default=("kube-.*",),
+                        type=lambda s: tuple(p for p in s.split(",") if p),
+                        help="namespaces (regular expressions) whose templates are never propagated")
+    parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=5)
 
 
-async def lead(ctx: ServiceContext) -> None:
+async def lead_controller(ctx: ServiceContext) -> None:
     args = ctx.args
+    clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
+    execution = ExecutionManager(
+        ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
+        status_period=args.work_status_sync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+    )
+    try:
+        await asyncio.gather(execution.run(), *binding_side(ctx))
+    finally:
+        await clients.close()
+
+
+def binding_side(ctx: ServiceContext) -> list[Coroutine[Any, Any, None]]:
+    """The detector, the binding controllers and status aggregation."""
+    args = ctx.args
+    config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
+                            workers=args.concurrent_resourcebinding_syncs)
+    return [ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer).run()]
+
+
+async def lead_agent(ctx: ServiceContext) -> None:
+    args = ctx.args
+    if not args.cluster or not args.kubeconfig:
+        raise SystemExit("--mode agent needs --cluster and --kubeconfig")
     client = MemberClient(load_kubeconfig(args.kubeconfig, args.context), timeout=args.cluster_probe_timeout)
     prober = ClusterProber(ctx.clock, thresholds_from(args))
     agent = PullAgent(
@@ -43,21 +84,37 @@ async def lead(ctx: ServiceContext) -> None:
         frequency=args.cluster_status_update_frequency,
         lease_fraction=args.cluster_lease_renew_interval_fraction,
     )
+
+    async def connect(_: cluster_pb2.Cluster) -> MemberClient:
+        return client
+
+    execution = ExecutionManager(
+        ctx.store, ctx.clock, connect, lambda c: c.metadata.name == args.cluster, only_cluster=args.cluster,
+        status_period=args.work_status_sync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+    )
     try:
-        await agent.run()
+        await asyncio.gather(agent.run(), execution.run())
     finally:
         await client.close()
 
 
 def spec_for(argv: Sequence[str] | None) -> ServiceSpec:
     probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--mode", default=os.environ.get("FLOTILLA_MODE", "controller"))
     probe.add_argument("--cluster", default=os.environ.get("FLOTILLA_CLUSTER", ""))
-    cluster = probe.parse_known_args(argv)[0].cluster
+    known = probe.parse_known_args(argv)[0]
+    if known.mode == "agent":
+        return ServiceSpec(
+            name=f"agent-{known.cluster}" if known.cluster else "agent",
+            description="Flotilla Pull-mode agent for one member cluster",
+            add_arguments=add_arguments,
+            lead=lead_agent,
+        )
     return ServiceSpec(
-        name=f"agent-{cluster}" if cluster else "agent",
-        description="Flotilla Pull-mode agent for one member cluster",
+        name="executor",
+        description="Flotilla executor: templates and policies -> bindings -> Works -> member clusters",
         add_arguments=add_arguments,
-        lead=lead,
+        lead=lead_controller,
     )
 
 

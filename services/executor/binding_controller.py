@@ -1,0 +1,285 @@
+"""The binding controller (spec §10): ResourceBindings and ClusterResourceBindings -> Works.
+
+One code path for both kinds, keyed `Kind:namespace/name`. A pass reads the binding and
+the template from etcd, the binding's Works from the Work informer, and decides with
+`works`: orphans are deleted; with a Directly task whose old Work is still there, nothing
+else happens and the binding is looked at again in 5 s (and as soon as that Work is gone);
+otherwise each target cluster's Work is created or brought up to date, each with one
+compare-and-swap on a fresh read (the execution controller writes Work status all the time).
+A deleting binding has its Works deleted, then loses its finalizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from opentelemetry import trace
+
+from flotilla.api import keys, registry
+from flotilla.api.keys import split_key
+from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.binding_builder import BINDING_FINALIZER, CLUSTER_BINDING_FINALIZER
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
+from flotilla.store import AlreadyExists, NotFound, Store, StoreError
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.executor import works
+from services.executor.works import Binding
+
+log = logging.getLogger(__name__)
+
+BINDING_KINDS: dict[str, ResourceType] = {
+    registry.RESOURCE_BINDING.kind: registry.RESOURCE_BINDING,
+    registry.CLUSTER_RESOURCE_BINDING.kind: registry.CLUSTER_RESOURCE_BINDING,
+}
+FINALIZERS = {registry.RESOURCE_BINDING.kind: BINDING_FINALIZER,
+              registry.CLUSTER_RESOURCE_BINDING.kind: CLUSTER_BINDING_FINALIZER}
+# Karmada's hard-coded wait before looking again at a binding held by a Directly task.
+DIRECTLY_REQUEUE_SECONDS = 5.0
+
+BINDING_ID_INDEX = "binding-id"
+BINDING_REF_INDEX = "binding-ref"
+
+
+def binding_key(kind: str, object_key: str) -> str:
+    return f"{kind}:{object_key}"
+
+
+def binding_key_of(binding: Binding) -> str:
+    kind = registry.RESOURCE_BINDING.kind if isinstance(binding, work_pb2.ResourceBinding) \
+        else registry.CLUSTER_RESOURCE_BINDING.kind
+    return binding_key(kind, keys.object_key(binding.metadata.namespace, binding.metadata.name))
+
+
+def parse_binding_key(key: str) -> tuple[ResourceType, str, str]:
+    kind, _, object_key = key.partition(":")
+    namespace, name = split_key(object_key)
+    return BINDING_KINDS[kind], namespace, name
+
+
+def template_type(binding: Binding) -> ResourceType | None:
+    """The resource type of the binding's template; None when it names a built-in kind."""
+    resource = binding.spec.resource
+    try:
+        rt = registry.for_kind(resource.api_version, resource.kind)
+    except registry.UnknownResourceError:
+        return None
+    return rt if rt.is_template else None
+
+
+def binding_ref_of_work(work: work_pb2.Work) -> str | None:
+    """The key of the binding a Work's annotations point at."""
+    annotations = work.metadata.annotations
+    if annotations.get(works.RB_NAME_ANNOTATION):
+        return binding_key(registry.RESOURCE_BINDING.kind, keys.object_key(
+            annotations.get(works.RB_NAMESPACE_ANNOTATION, ""), annotations[works.RB_NAME_ANNOTATION]))
+    if annotations.get(works.CRB_NAME_ANNOTATION):
+        return binding_key(registry.CLUSTER_RESOURCE_BINDING.kind, annotations[works.CRB_NAME_ANNOTATION])
+    return None
+
+
+def index_works(informer: Informer) -> None:
+    """The indices the executor finds a binding's Works by: its permanent id, and its key."""
+    informer.add_indexer(BINDING_ID_INDEX, works.work_binding_ids)
+    informer.add_indexer(BINDING_REF_INDEX, lambda w: [ref] if (ref := binding_ref_of_work(w)) else [])
+
+
+def works_of(informer: Informer, key: str, binding: Binding | None) -> list[work_pb2.Work]:
+    """Works labelled with the binding's permanent id, or pointing at its key (an earlier
+    binding of the same name leaves those behind)."""
+    found = {f"{w.metadata.namespace}/{w.metadata.name}": w for w in informer.by_index(BINDING_REF_INDEX, key)}
+    binding_id = works.binding_id(binding) if binding is not None else ""
+    if binding_id:
+        found.update((f"{w.metadata.namespace}/{w.metadata.name}", w)
+                     for w in informer.by_index(BINDING_ID_INDEX, binding_id))
+    return [found[k] for k in sorted(found)]
+
+
+@dataclass
+class _Pass:
+    """The clusters whose Works one pass wrote, and those whose Works it waits on."""
+
+    written: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+
+
+class BindingReconciler:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        works_informer: Informer,
+        inject_preserved_labels: bool = False,
+        events: EventRecorder | None = None,
+        tracer: trace.Tracer | None = None,
+        directly_requeue: float = DIRECTLY_REQUEUE_SECONDS,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.works = works_informer
+        self.inject_preserved_labels = inject_preserved_labels
+        self.events = events
+        self.tracer = tracer or trace.get_tracer("flotilla.executor")
+        self.directly_requeue = directly_requeue
+
+    async def reconcile(self, key: str) -> Result | None:
+        rt, namespace, name = parse_binding_key(key)
+        binding = await self.store.try_get(rt, namespace, name)
+        existing = works_of(self.works, key, binding)
+        done = _Pass()
+        if binding is None:
+            # Its finalizer was taken away by someone else: whatever it left is an orphan.
+            await self._delete(existing, key)
+            return None
+        if works.is_deleting(binding):
+            await self._delete(existing, key)
+            await self._release(rt, binding)
+            return None
+        if not works.binding_id(binding):
+            # Admission gives every binding its permanent id; without it its Works could not be found.
+            log.warning("event=skip-binding binding=%s reason=NoPermanentID", key)
+            return None
+        await self._delete(works.orphan_works(existing, works.expected_clusters(binding.spec)), key)
+        blocked = works.directly_blocking(binding.spec, existing)
+        if blocked:
+            log.info("event=wait-directly-purge binding=%s clusters=%s", key, ",".join(blocked))
+            return Result(requeue_after=self.directly_requeue)
+        template = await self._template(binding)
+        if template is None:
+            return None
+        desired = works.build_works(binding, template, self.inject_preserved_labels)
+        try:
+            with self._span(binding, key, desired) as stamp:
+                for work in desired:
+                    await self._ensure(work, stamp, done, key)
+        except StoreError as e:
+            await self._event(binding, template, "Warning", "SyncWorkFailed",
+                              f"Failed to sync work of {_describe(binding)}: {e}")
+            raise
+        if done.written:
+            await self._event(binding, template, "Normal", "SyncWorkSucceed",
+                              f"Sync work of {_describe(binding)} successful.")
+        if done.waiting:
+            return Result(requeue_after=self.directly_requeue)
+        return None
+
+    async def _template(self, binding: Binding) -> meta_pb2.Unstructured | None:
+        rt = template_type(binding)
+        if rt is None:
+            log.warning("event=skip-binding binding=%s reason=NotATemplateKind", binding_key_of(binding))
+            return None
+        resource = binding.spec.resource
+        return await self.store.try_get(rt, resource.namespace, resource.name)
+
+    @contextlib.contextmanager
+    def _span(self, binding: Binding, key: str, desired: list[work_pb2.Work]) -> Iterator[str]:
+        """Continue the failover trace stamped on the binding while a failover is under way
+        (an eviction task is open); yields the traceparent to stamp on the Works this pass
+        writes ("" for none)."""
+        parent = context_from(binding.metadata.annotations)
+        if parent is None or not binding.spec.graceful_eviction_tasks or not self._has_changes(desired):
+            yield ""
+            return
+        with self.tracer.start_as_current_span(
+            "binding.sync-works", context=parent,
+            attributes={"flotilla.binding": key, "flotilla.step": "sync-works",
+                        "flotilla.clusters": ",".join(works.work_cluster(w) or "" for w in desired)},
+        ) as span:
+            yield traceparent(span)
+
+    def _has_changes(self, desired: list[work_pb2.Work]) -> bool:
+        for work in desired:
+            current = self.works.get(f"{work.metadata.namespace}/{work.metadata.name}")
+            if current is None or works.merge_work(current, work) != current:
+                return True
+        return False
+
+    async def _ensure(self, desired: work_pb2.Work, stamp: str, done: _Pass, key: str) -> None:
+        meta = desired.metadata
+        cluster = works.work_cluster(desired) or ""
+        current = self.works.get(f"{meta.namespace}/{meta.name}")
+        if current is None:
+            new = work_pb2.Work()
+            new.CopyFrom(desired)
+            new.metadata.labels[works.WORK_PERMANENT_ID_LABEL] = str(uuid.uuid4())
+            if stamp:
+                new.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
+            try:
+                await self.store.create(new)
+                done.written.append(cluster)
+                log.info("event=create-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
+                return
+            except AlreadyExists:
+                pass  # the informer has not shown it yet: update it below
+        elif works.is_deleting(current):
+            done.waiting.append(cluster)
+            return
+        elif works.merge_work(current, desired) == current:
+            return
+
+        def change(work: work_pb2.Work) -> bool:
+            if works.is_deleting(work):
+                done.waiting.append(cluster)
+                return False
+            merged = works.merge_work(work, desired)
+            if merged == work:
+                return False
+            if stamp:
+                merged.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
+            work.CopyFrom(merged)
+            done.written.append(cluster)
+            return True
+
+        try:
+            await self.store.mutate(registry.WORK, meta.namespace, meta.name, change)
+        except NotFound:
+            # Deleted since the create failed: the next pass creates it.
+            done.waiting.append(cluster)
+            return
+        if cluster in done.written:
+            log.info("event=update-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
+
+    async def _delete(self, doomed: list[work_pb2.Work], key: str) -> None:
+        for work in doomed:
+            if works.is_deleting(work):
+                continue
+            with contextlib.suppress(NotFound):
+                await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
+            log.info("event=delete-work binding=%s cluster=%s work=%s/%s", key, works.work_cluster(work),
+                     work.metadata.namespace, work.metadata.name)
+
+    async def _release(self, rt: ResourceType, binding: Binding) -> None:
+        finalizer = FINALIZERS[rt.kind]
+        if finalizer not in binding.metadata.finalizers:
+            return
+
+        def change(obj: Binding) -> bool:
+            if finalizer not in obj.metadata.finalizers:
+                return False
+            obj.metadata.finalizers.remove(finalizer)
+            return True
+
+        with contextlib.suppress(NotFound):
+            await self.store.mutate(rt, binding.metadata.namespace, binding.metadata.name, change)
+        log.info("event=release-binding binding=%s", binding_key_of(binding))
+
+    async def _event(
+        self, binding: Binding, template: meta_pb2.Unstructured, type_: str, reason: str, message: str
+    ) -> None:
+        if self.events is None:
+            return
+        await self.events.record(binding, type_, reason, message)
+        await self.events.record(template, type_, reason, message)
+
+
+def _describe(binding: Binding) -> str:
+    if isinstance(binding, work_pb2.ResourceBinding):
+        return f"resourceBinding({binding.metadata.namespace}/{binding.metadata.name})"
+    return f"clusterResourceBinding({binding.metadata.name})"

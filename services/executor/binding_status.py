@@ -1,0 +1,104 @@
+"""The binding-status controller (spec §10, end): Work statuses -> the binding's
+aggregatedStatus and FullyApplied condition -> the resource template's status.
+
+Keyed `Kind:namespace/name` like the binding controller. Only scheduled bindings (with
+`status.lastScheduledTime`) are aggregated, as in Karmada. A pass writes the binding's status
+and the template's status at most once each, computed on a fresh read of each (retried on a
+fresh read again if someone wrote in between).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from flotilla.api import codec, keys
+from flotilla.api.conditions import condition_status, set_condition
+from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.binding_builder import template_content
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.store import NotFound, Store
+from flotilla.store.informer import Informer
+from services.executor import aggregation, works
+from services.executor.binding_controller import BINDING_ID_INDEX, parse_binding_key, template_type
+from services.executor.works import Binding
+
+log = logging.getLogger(__name__)
+
+
+def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) -> bool:
+    """Set the binding's aggregatedStatus and FullyApplied condition in place; whether anything changed."""
+    items = aggregation.status_items(found, binding.spec.resource, binding.status.aggregated_status, now)
+    changed = list(binding.status.aggregated_status) != items
+    if changed:
+        del binding.status.aggregated_status[:]
+        binding.status.aggregated_status.extend(items)
+    applied = aggregation.fully_applied(items, works.expected_clusters(binding.spec))
+    status, reason, message = aggregation.fully_applied_condition(applied)
+    condition_changed = set_condition(binding.status.conditions, aggregation.FULLY_APPLIED, status, reason,
+                                      message, now)
+    return changed or condition_changed
+
+
+def aggregated(binding: Binding) -> bool:
+    return not works.is_deleting(binding) and binding.status.HasField("last_scheduled_time")
+
+
+class BindingStatusReconciler:
+    def __init__(self, store: Store, clock: Clock, bindings: dict[str, Informer], works_informer: Informer) -> None:
+        self.store = store
+        self.clock = clock
+        self.bindings = bindings
+        self.works = works_informer
+
+    async def reconcile(self, key: str) -> Result | None:
+        rt, namespace, name = parse_binding_key(key)
+        cached = self.bindings[rt.kind].get(keys.object_key(namespace, name))
+        if cached is None or not aggregated(cached):
+            return None
+        binding_id = works.binding_id(cached)
+        found = self.works.by_index(BINDING_ID_INDEX, binding_id) if binding_id else []
+        now = self.clock.now()
+        seen: list[Binding] = []
+
+        def change(binding: Binding) -> bool:
+            seen[:] = [binding]
+            return aggregated(binding) and aggregate_into(binding, found, now)
+
+        was = condition_status(cached.status.conditions, aggregation.FULLY_APPLIED)
+        try:
+            await self.store.mutate(rt, namespace, name, change, status=True)
+        except NotFound:
+            return None
+        if not seen or not aggregated(seen[0]):
+            return None
+        binding = seen[0]
+        now_applied = condition_status(binding.status.conditions, aggregation.FULLY_APPLIED)
+        if now_applied != was:
+            log.info("event=fully-applied binding=%s status=%s health=%s", key, now_applied,
+                     ",".join(f"{i.cluster_name}:{i.health}" for i in binding.status.aggregated_status))
+        await self._write_template(binding, list(binding.status.aggregated_status),
+                                   aggregation.dispatched_generations(found), now)
+        return None
+
+    async def _write_template(self, binding: Binding, items: list[work_pb2.AggregatedStatusItem],
+                              dispatched: dict[str, int], now: datetime) -> None:
+        rt = template_type(binding)
+        if rt is None:
+            return
+
+        def change(template: meta_pb2.Unstructured) -> bool:
+            status = aggregation.template_status(template, items, dispatched, now)
+            content = template_content(template)
+            if status is None or status == (content.get("status") or {}):
+                return False
+            content["status"] = status
+            template.content = codec.raw_json(content)
+            return True
+
+        resource = binding.spec.resource
+        try:
+            await self.store.mutate(rt, resource.namespace, resource.name, change, status=True)
+        except NotFound:
+            return

@@ -1,0 +1,386 @@
+"""The detector: resource templates x propagation policies -> ResourceBindings and
+ClusterResourceBindings; the dependencies distributor (propagateDeps); policy finalizers.
+
+Reconcilers, keyed:
+- `TemplateReconciler` by template, `<apiVersion>/<kind>:<namespace>/<name>`: reads the template
+  and its binding from etcd, picks the claiming policy with `policy_match`, and creates the
+  binding, brings the fields the policy decides up to date (never spec.clusters,
+  gracefulEvictionTasks, requiredBy or anything else the scheduler, the taint manager or the
+  dependencies distributor own), or — no policy claiming it any more — takes the claim off and
+  otherwise keeps it, as Karmada does (it keeps running where it was; nothing reschedules it).
+  A template that is gone takes its binding with it; a binding left by an earlier template of
+  the same name (another UID) is deleted first and made anew. Templates are never written.
+- `DependencyReconciler` by workload binding, `ResourceBinding:<namespace>/<name>`: keeps the
+  attached bindings of the workload's dependents (see `dependencies`) in step with the
+  workload's clusters.
+- `PolicyFinalizerReconciler` by policy, `<Kind>:<namespace>/<name>`: lets a deleting policy go
+  (its claims are taken off by the template passes its deletion triggers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+
+from flotilla.api import keys, registry
+from flotilla.api.keys import split_key
+from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
+from flotilla.binding_builder import build_binding
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.store import AlreadyExists, Conflict, NotFound, Store
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.executor import dependencies, policy_match, works
+from services.executor.binding_controller import parse_binding_key, template_type
+from services.executor.works import Binding
+
+log = logging.getLogger(__name__)
+
+NAMESPACE_INDEX = "namespace"
+CLAIM_INDEX = "claim"
+DEPENDED_BY_INDEX = "depended-by"
+DEPENDENCIES_INDEX = "dependencies"
+
+PP_FINALIZER = "karmada.io/propagation-policy-controller"
+CPP_FINALIZER = "karmada.io/cluster-propagation-policy-controller"
+
+# The spec fields a policy decides (Karmada's detector updates exactly these on an existing binding).
+POLICY_OWNED_SPEC_FIELDS = (
+    "resource", "replica_requirements", "replicas", "propagate_deps", "scheduler_name", "placement",
+    "failover", "conflict_resolution", "preserve_resources_on_deletion",
+)
+
+
+# -- keys ------------------------------------------------------------------------------------
+
+
+def template_key(api_version: str, kind: str, namespace: str, name: str) -> str:
+    return f"{api_version}/{kind}:{keys.object_key(namespace, name)}"
+
+
+def template_key_of(template: meta_pb2.Unstructured) -> str:
+    return template_key(template.api_version, template.kind, template.metadata.namespace, template.metadata.name)
+
+
+def template_key_of_binding(binding: Binding) -> str:
+    resource = binding.spec.resource
+    return template_key(resource.api_version, resource.kind, resource.namespace, resource.name)
+
+
+def parse_template_key(key: str) -> tuple[str, str, str, str]:
+    """-> (apiVersion, kind, namespace, name). Names may hold ':' (RBAC); apiVersion and kind never do."""
+    type_part, _, object_key = key.partition(":")
+    api_version, _, kind = type_part.rpartition("/")
+    namespace, name = split_key(object_key)
+    return api_version, kind, namespace, name
+
+
+def policy_key(policy: policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy) -> str:
+    return policy_match.policy_claim_key(policy)
+
+
+# -- rules on bindings ------------------------------------------------------------------------
+
+
+def binding_id_label(binding_rt: ResourceType) -> str:
+    return works.RB_PERMANENT_ID_LABEL if binding_rt.namespaced else works.CRB_PERMANENT_ID_LABEL
+
+
+def binds(binding: Binding, kind: str, namespace: str, name: str) -> bool:
+    """Whether the binding is the one of this template (two templates can map to one binding name)."""
+    resource = binding.spec.resource
+    return (resource.kind, resource.namespace, resource.name) == (kind, namespace, name)
+
+
+def owner_replaced(binding: Binding, template: meta_pb2.Unstructured) -> bool:
+    """The binding belongs to an earlier template of the same name (Karmada's owner-UID check)."""
+    owners = [ref.uid for ref in binding.metadata.owner_references if ref.controller and ref.uid]
+    return bool(owners) and bool(template.metadata.uid) and template.metadata.uid not in owners
+
+
+def merge_binding(existing: Binding, desired: Binding) -> Binding:
+    """`existing` with what the policy decides taken from `desired`: the claim (any other
+    policy's claim removed), the policy-owned spec fields, suspension of dispatching, the owner
+    reference and the finalizer. Everything else — the binding's own permanent id, the
+    scheduler's result and annotations, eviction tasks, requiredBy, status — is kept. The
+    template's resourceVersion is recorded only along with some other change."""
+    merged = type(existing)()
+    merged.CopyFrom(existing)
+    meta = merged.metadata
+    labels, annotations = policy_match.without_claim(meta.labels, meta.annotations)
+    labels.update(desired.metadata.labels)
+    annotations.update(desired.metadata.annotations)
+    meta.ClearField("labels")
+    meta.labels.update(labels)
+    meta.ClearField("annotations")
+    meta.annotations.update(annotations)
+    meta.finalizers.extend(f for f in desired.metadata.finalizers if f not in meta.finalizers)
+    del meta.owner_references[:]
+    meta.owner_references.extend(desired.metadata.owner_references)
+    spec, source = merged.spec, desired.spec
+    for name in POLICY_OWNED_SPEC_FIELDS:
+        fd = spec.DESCRIPTOR.fields_by_name[name]
+        if fd.message_type is None and not fd.has_presence:
+            setattr(spec, name, getattr(source, name))
+            continue
+        spec.ClearField(name)
+        if source.HasField(name):
+            if fd.message_type is not None:
+                getattr(spec, name).CopyFrom(getattr(source, name))
+            else:
+                setattr(spec, name, getattr(source, name))
+    # Scheduling suspension is not the policy's to decide; dispatching suspension is.
+    scheduling = spec.suspension.scheduling if spec.suspension.HasField("scheduling") else None
+    spec.ClearField("suspension")
+    if source.HasField("suspension"):
+        spec.suspension.CopyFrom(source.suspension)
+    if scheduling is not None:
+        spec.suspension.scheduling = scheduling
+    # The template's resourceVersion moves with every status write too: alone, it is no reason
+    # for a new binding generation (template changes reach the Works without it).
+    unchanged = type(merged)()
+    unchanged.CopyFrom(merged)
+    unchanged.spec.resource.resource_version = existing.spec.resource.resource_version
+    return unchanged if unchanged == existing else merged
+
+
+def unclaimed(existing: Binding) -> Binding:
+    """`existing` with every policy claim taken off (the policy is gone or no longer matches)."""
+    result = type(existing)()
+    result.CopyFrom(existing)
+    labels, annotations = policy_match.without_claim(existing.metadata.labels, existing.metadata.annotations)
+    result.metadata.ClearField("labels")
+    result.metadata.labels.update(labels)
+    result.metadata.ClearField("annotations")
+    result.metadata.annotations.update(annotations)
+    return result
+
+
+# -- reconcilers ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    # --skipped-propagating-namespaces (full-match regular expressions).
+    skipped_namespaces: tuple[str, ...] = policy_match.DEFAULT_SKIPPED_NAMESPACES
+    # Feature gate PropagationPolicyPreemption (alpha, off in Karmada).
+    preemption: bool = False
+
+
+class TemplateReconciler:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        policies: Informer,
+        cluster_policies: Informer,
+        config: DetectorConfig | None = None,
+        events: EventRecorder | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.policies = policies
+        self.cluster_policies = cluster_policies
+        self.config = config or DetectorConfig()
+        self.events = events
+
+    async def reconcile(self, key: str) -> Result | None:
+        api_version, kind, namespace, name = parse_template_key(key)
+        try:
+            rt = registry.for_kind(api_version, kind)
+        except registry.UnknownResourceError:
+            return None
+        if not rt.is_template:
+            return None
+        binding_rt = registry.RESOURCE_BINDING if rt.namespaced else registry.CLUSTER_RESOURCE_BINDING
+        binding_namespace = namespace if rt.namespaced else ""
+        binding_name = keys.binding_name(name, kind)
+        template = await self.store.try_get(rt, namespace, name)
+        binding = await self.store.try_get(binding_rt, binding_namespace, binding_name)
+        if binding is not None and not binds(binding, kind, namespace, name):
+            log.warning("event=skip-template template=%s reason=BindingNameTaken binding=%s", key, binding_name)
+            return None
+        gone = template is None or works.is_deleting(template)
+        if binding is not None and (gone or owner_replaced(binding, template)):
+            if not works.is_deleting(binding):
+                with contextlib.suppress(NotFound):
+                    await self.store.delete(binding_rt, binding_namespace, binding_name)
+                log.info("event=delete-binding template=%s binding=%s reason=%s", key, binding_name,
+                         "TemplateDeleted" if gone else "TemplateReplaced")
+            # Its deletion event brings the template back here, to bind a replaced template anew.
+            return None
+        if gone or (binding is not None and works.is_deleting(binding)):
+            return None
+        if policy_match.namespace_skipped(namespace, self.config.skipped_namespaces):
+            return None
+        claim = policy_match.claim_of(binding.metadata) if binding is not None else None
+        policy = policy_match.choose_policy(
+            template, self.policies.by_index(NAMESPACE_INDEX, namespace), self.cluster_policies.list(),
+            claim, self.config.preemption,
+        )
+        try:
+            if policy is None:
+                if binding is not None and claim is not None:
+                    await self.store.update(unclaimed(binding))
+                    log.info("event=unclaim-binding template=%s binding=%s policy=%s", key, binding_name, claim.key)
+                return None
+            written = await self._apply(template, policy, binding, binding_rt)
+        except (Conflict, AlreadyExists):
+            # Someone wrote the binding since it was read: decide again on what is there now.
+            return Result(requeue_after=0)
+        if written and self.events is not None:
+            await self.events.normal(template, "ApplyPolicySucceed", f"Apply policy({_describe(policy)}) succeed")
+        return None
+
+    async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
+                     binding_rt: ResourceType) -> bool:
+        desired = build_binding(template, policy)
+        label = binding_id_label(binding_rt)
+        key = template_key_of(template)
+        if binding is None:
+            desired.metadata.labels[label] = str(uuid.uuid4())
+            await self.store.create(desired)
+            log.info("event=create-binding template=%s binding=%s policy=%s", key, desired.metadata.name,
+                     policy_key(policy))
+            return True
+        merged = merge_binding(binding, desired)
+        if not merged.metadata.labels.get(label):
+            merged.metadata.labels[label] = str(uuid.uuid4())
+        if merged == binding:
+            return False
+        await self.store.update(merged)
+        log.info("event=update-binding template=%s binding=%s policy=%s", key, merged.metadata.name, policy_key(policy))
+        return True
+
+
+def _describe(policy: policy_match.Policy) -> str:
+    return keys.object_key(policy.metadata.namespace, policy.metadata.name)
+
+
+class DependencyReconciler:
+    """Karmada's dependencies distributor, for ResourceBindings (dependents are namespaced)."""
+
+    def __init__(self, store: Store, clock: Clock, bindings: Informer, enabled: bool = True) -> None:
+        self.store = store
+        self.clock = clock
+        self.bindings = bindings
+        self.enabled = enabled
+
+    async def reconcile(self, key: str) -> Result | None:
+        rt, namespace, name = parse_binding_key(key)
+        if rt is not registry.RESOURCE_BINDING:
+            return None
+        independent = await self.store.try_get(rt, namespace, name)
+        wanted = await self._dependents(independent)
+        retry = False
+        for binding_name, dependent in wanted.items():
+            retry |= await self._attach(independent, binding_name, dependent)
+        label = dependencies.depended_by_label(namespace, name)[0]
+        for attached in self.bindings.by_index(DEPENDED_BY_INDEX, label):
+            if attached.metadata.name not in wanted:
+                await self._detach(attached, namespace, name)
+        return Result(requeue_after=1.0) if retry else None
+
+    async def _dependents(self, independent: work_pb2.ResourceBinding | None) -> dict[str, meta_pb2.Unstructured]:
+        """binding name -> dependent template, for the dependents that exist."""
+        if (not self.enabled or independent is None or works.is_deleting(independent)
+                or not independent.spec.propagate_deps):
+            return {}
+        rt = template_type(independent)
+        resource = independent.spec.resource
+        template = await self.store.try_get(rt, resource.namespace, resource.name) if rt is not None else None
+        if template is None:
+            return {}
+        found = {}
+        for dep in dependencies.dependencies(template):
+            dependent = await self.store.try_get(registry.for_kind(dep.api_version, dep.kind), dep.namespace, dep.name)
+            # A dependent created later brings this binding back here (the informers' dependency index).
+            if dependent is not None:
+                found[keys.binding_name(dep.name, dep.kind)] = dependent
+        return found
+
+    async def _attach(self, independent: work_pb2.ResourceBinding, binding_name: str,
+                      dependent: meta_pb2.Unstructured) -> bool:
+        """Create or update the dependent's attached binding; True when it must be tried again later."""
+        namespace = independent.metadata.namespace
+        meta = dependent.metadata
+        existing = await self.store.try_get(registry.RESOURCE_BINDING, namespace, binding_name)
+        if existing is None:
+            new = dependencies.attached_binding(independent, dependent, works.RB_PERMANENT_ID_LABEL,
+                                                str(uuid.uuid4()))
+            try:
+                await self.store.create(new)
+            except AlreadyExists:
+                return True
+            log.info("event=attach-dependent binding=%s/%s dependent=%s/%s", namespace, independent.metadata.name,
+                     dependent.kind, meta.name)
+            return False
+        if works.is_deleting(existing):
+            return True  # the old one is on its way out; make the new one after
+        if not binds(existing, dependent.kind, meta.namespace, meta.name):
+            log.warning("event=skip-dependent binding=%s/%s reason=BindingNameTaken dependent=%s", namespace,
+                        binding_name, meta.name)
+            return False
+
+        def change(binding: work_pb2.ResourceBinding) -> bool:
+            attached = dependencies.attach(binding, independent, dependent)
+            if not attached.metadata.labels.get(works.RB_PERMANENT_ID_LABEL):
+                attached.metadata.labels[works.RB_PERMANENT_ID_LABEL] = str(uuid.uuid4())
+            if attached == binding:
+                return False
+            binding.CopyFrom(attached)
+            return True
+
+        try:
+            await self.store.mutate(registry.RESOURCE_BINDING, namespace, binding_name, change)
+        except NotFound:
+            return True
+        return False
+
+    async def _detach(self, attached: work_pb2.ResourceBinding, namespace: str, name: str) -> None:
+        def change(binding: work_pb2.ResourceBinding) -> bool:
+            detached = dependencies.detach(binding, namespace, name)
+            if detached == binding:
+                return False
+            binding.CopyFrom(detached)
+            return True
+
+        try:
+            result = await self.store.mutate(registry.RESOURCE_BINDING, namespace, attached.metadata.name, change)
+        except NotFound:
+            return
+        log.info("event=detach-dependent binding=%s/%s dependent=%s", namespace, name, attached.metadata.name)
+        if (not result.spec.required_by and not result.spec.clusters
+                and policy_match.claim_of(result.metadata) is None and not works.is_deleting(result)):
+            # Nothing needs it and no policy claims it: it would only hold an empty schedule.
+            with contextlib.suppress(NotFound, Conflict):
+                await self.store.delete(registry.RESOURCE_BINDING, namespace, result.metadata.name,
+                                        resource_version=result.metadata.resource_version)
+
+
+class PolicyFinalizerReconciler:
+    """Removes the policy-controller finalizer admission puts on policies, once they are deleting."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def reconcile(self, key: str) -> Result | None:
+        kind, _, object_key = key.partition(":")
+        rt, finalizer = ((registry.PROPAGATION_POLICY, PP_FINALIZER) if kind == registry.PROPAGATION_POLICY.kind
+                         else (registry.CLUSTER_PROPAGATION_POLICY, CPP_FINALIZER))
+        namespace, name = split_key(object_key)
+
+        def change(policy: policy_match.Policy) -> bool:
+            if not works.is_deleting(policy) or finalizer not in policy.metadata.finalizers:
+                return False
+            policy.metadata.finalizers.remove(finalizer)
+            return True
+
+        with contextlib.suppress(NotFound):
+            await self.store.mutate(rt, namespace, name, change)
+        return None

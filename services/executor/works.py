@@ -1,0 +1,244 @@
+"""Binding -> Works (spec §10 and §12.3), as pure functions of the binding, its template and its Works.
+
+- Expected clusters: spec.clusters, the clusters of every binding in requiredBy, and the
+  fromCluster of each graceful eviction task whose purge mode is not Directly (its Work is kept
+  until the task is dropped). A Work of the binding anywhere else is an orphan.
+- While a Work still exists (even terminating) in a cluster with a Directly task, the binding's
+  new Works wait: Directly means the old copy is gone before a new one starts.
+- One Work per target cluster, `karmada-es-<cluster>/<work name>`, holding the template's
+  manifest with server-owned metadata and status removed, the replica count revised to the
+  cluster's share (Deployment, ReplicaSet, StatefulSet `spec.replicas`; Job `spec.parallelism`)
+  once any cluster has replicas, a Divided Job's `spec.completions` split with Webster, and —
+  with StatefulFailoverInjection — the preserved labels of a Directly-purged failover.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from flotilla.api import codec, keys, registry
+from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.binding_builder import template_content
+from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION
+
+Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+
+RB_PERMANENT_ID_LABEL = "resourcebinding.karmada.io/permanent-id"
+CRB_PERMANENT_ID_LABEL = "clusterresourcebinding.karmada.io/permanent-id"
+WORK_PERMANENT_ID_LABEL = "work.karmada.io/permanent-id"
+RB_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
+RB_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
+CRB_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"
+TEMPLATE_GENERATION_ANNOTATION = "resourcetemplate.karmada.io/generation"
+CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
+EXECUTION_FINALIZER = "karmada.io/execution-controller"
+
+# `Immediately` is the pre-v1.15 spelling of `Directly`.
+DIRECTLY = frozenset({"Directly", "Immediately"})
+DIVIDED = "Divided"
+
+# Template metadata a member must not receive: the server's own fields (by omission below) and
+# annotations that describe the template's history on the control plane, not the object.
+_STRIPPED_ANNOTATIONS = frozenset({
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "resourcetemplate.karmada.io/managed-annotations",
+    "resourcetemplate.karmada.io/managed-labels",
+    TRACEPARENT_ANNOTATION,
+})
+_REPLICA_FIELDS = {
+    ("apps/v1", "Deployment"): "replicas",
+    ("apps/v1", "ReplicaSet"): "replicas",
+    ("apps/v1", "StatefulSet"): "replicas",
+    ("batch/v1", "Job"): "parallelism",
+}
+
+
+def binding_id_label(binding: Binding) -> str:
+    return RB_PERMANENT_ID_LABEL if isinstance(binding, work_pb2.ResourceBinding) else CRB_PERMANENT_ID_LABEL
+
+
+def binding_id(binding: Binding) -> str:
+    return binding.metadata.labels.get(binding_id_label(binding), "")
+
+
+def binding_annotations(binding: Binding) -> dict[str, str]:
+    """The annotations that point a Work (and its manifest) back at its binding."""
+    if isinstance(binding, work_pb2.ResourceBinding):
+        return {RB_NAMESPACE_ANNOTATION: binding.metadata.namespace, RB_NAME_ANNOTATION: binding.metadata.name}
+    return {CRB_NAME_ANNOTATION: binding.metadata.name}
+
+
+def work_binding_ids(work: work_pb2.Work) -> list[str]:
+    labels = work.metadata.labels
+    return [labels[label] for label in (RB_PERMANENT_ID_LABEL, CRB_PERMANENT_ID_LABEL) if labels.get(label)]
+
+
+def is_directly(purge_mode: str) -> bool:
+    return purge_mode in DIRECTLY
+
+
+def target_clusters(spec: work_pb2.ResourceBindingSpec) -> list[tuple[str, int]]:
+    """spec.clusters, then requiredBy clusters not already there (Karmada's mergeTargetClusters)."""
+    targets = [(t.name, t.replicas) for t in spec.clusters]
+    seen = {name for name, _ in targets}
+    for snapshot in spec.required_by:
+        for target in snapshot.clusters:
+            if target.name not in seen:
+                seen.add(target.name)
+                targets.append((target.name, target.replicas))
+    return targets
+
+
+def expected_clusters(spec: work_pb2.ResourceBindingSpec) -> set[str]:
+    expected = {name for name, _ in target_clusters(spec)}
+    expected.update(t.from_cluster for t in spec.graceful_eviction_tasks if not is_directly(t.purge_mode))
+    return expected
+
+
+def work_cluster(work: work_pb2.Work) -> str | None:
+    return keys.cluster_of_execution_namespace(work.metadata.namespace)
+
+
+def is_deleting(obj: Any) -> bool:
+    return bool(obj.metadata.HasField("deletion_timestamp"))
+
+
+def orphan_works(works: Iterable[work_pb2.Work], expected: set[str]) -> list[work_pb2.Work]:
+    """Works in an execution namespace of a cluster not expected, not already being deleted."""
+    return [w for w in works
+            if (cluster := work_cluster(w)) is not None and cluster not in expected and not is_deleting(w)]
+
+
+def directly_blocking(spec: work_pb2.ResourceBindingSpec, works: Iterable[work_pb2.Work]) -> list[str]:
+    """Clusters with a Directly task that still hold a Work of the binding (terminating or not)."""
+    directly = {t.from_cluster for t in spec.graceful_eviction_tasks if is_directly(t.purge_mode)}
+    return sorted({c for w in works if (c := work_cluster(w)) in directly})
+
+
+def injected_labels(spec: work_pb2.ResourceBindingSpec, cluster: str) -> dict[str, str]:
+    """§12.3: the preserved labels of the last eviction task, when it was Directly-purged, the
+    binding has exactly one target cluster, and that cluster is not one the workload left."""
+    if len(target_clusters(spec)) != 1 or not spec.graceful_eviction_tasks:
+        return {}
+    task = spec.graceful_eviction_tasks[-1]
+    if not is_directly(task.purge_mode) or cluster in task.clusters_before_failover:
+        return {}
+    return dict(task.preserved_label_state)
+
+
+def is_divided(spec: work_pb2.ResourceBindingSpec) -> bool:
+    # A replicaScheduling without a type is Divided (the CRD default); none at all is Duplicated.
+    placement = spec.placement
+    return placement.HasField("replica_scheduling") and (
+        placement.replica_scheduling.replica_scheduling_type in ("", DIVIDED))
+
+
+def webster(seats: int, votes: Mapping[str, int], uid: str = "") -> dict[str, int]:
+    """Webster / Sainte-Laguë apportionment with Karmada's tie-break: fewer seats first, then
+    names ascending — descending when FNV-32a of the template UID is odd."""
+    names = sorted(votes)
+    descending = bool(uid) and keys.fnv32a(uid.encode()) % 2 == 1
+    heap = [(-float(votes[n]), 0, -i if descending else i, n) for i, n in enumerate(names)]
+    heapq.heapify(heap)
+    held = dict.fromkeys(names, 0)
+    for _ in range(max(seats, 0) if heap else 0):
+        _, count, order, name = heapq.heappop(heap)
+        held[name] = count + 1
+        heapq.heappush(heap, (-votes[name] / (2 * held[name] + 1), held[name], order, name))
+    return held
+
+
+def job_completions(template: meta_pb2.Unstructured, spec: work_pb2.ResourceBindingSpec,
+                    targets: list[tuple[str, int]]) -> dict[str, int]:
+    """A Divided Job's completions per cluster, weighted by the clusters' replicas."""
+    if (template.api_version, template.kind) != ("batch/v1", "Job") or not is_divided(spec):
+        return {}
+    completions = (template_content(template).get("spec") or {}).get("completions")
+    if not isinstance(completions, int) or isinstance(completions, bool):
+        return {}
+    return webster(completions, dict(targets), template.metadata.uid)
+
+
+def conflict_resolution(template: meta_pb2.Unstructured, spec: work_pb2.ResourceBindingSpec) -> str:
+    """The template's own annotation wins when valid; otherwise the binding's; `abort` by default."""
+    own = template.metadata.annotations.get(CONFLICT_RESOLUTION_ANNOTATION, "")
+    if own in ("overwrite", "abort"):
+        return own
+    return "overwrite" if spec.conflict_resolution == "Overwrite" else "abort"
+
+
+def manifest(binding: Binding, template: meta_pb2.Unstructured, replicas: int | None,
+             completions: int | None, extra_labels: Mapping[str, str]) -> dict[str, Any]:
+    """The object a member receives: `replicas` and `completions` are its share (None: as in the template)."""
+    meta = template.metadata
+    body = copy.deepcopy(template_content(template))
+    body.pop("status", None)
+    spec = body.get("spec")
+    if isinstance(spec, dict):
+        field = _REPLICA_FIELDS.get((template.api_version, template.kind))
+        if field is not None and replicas is not None:
+            spec[field] = replicas
+        if completions is not None:
+            spec["completions"] = completions
+    labels = {**meta.labels, **extra_labels, binding_id_label(binding): binding_id(binding)}
+    annotations = {k: v for k, v in meta.annotations.items() if k not in _STRIPPED_ANNOTATIONS}
+    annotations.update(binding_annotations(binding))
+    annotations[TEMPLATE_GENERATION_ANNOTATION] = str(meta.generation)
+    annotations[CONFLICT_RESOLUTION_ANNOTATION] = conflict_resolution(template, binding.spec)
+    metadata: dict[str, Any] = {"name": meta.name}
+    if meta.namespace:
+        metadata["namespace"] = meta.namespace
+    metadata["labels"] = dict(sorted(labels.items()))
+    metadata["annotations"] = dict(sorted(annotations.items()))
+    return {"apiVersion": template.api_version, "kind": template.kind, "metadata": metadata, **body}
+
+
+def suspended(spec: work_pb2.ResourceBindingSpec, cluster: str) -> bool:
+    suspension = spec.suspension
+    return suspension.dispatching or cluster in suspension.dispatching_on_clusters.cluster_names
+
+
+def build_works(
+    binding: Binding, template: meta_pb2.Unstructured, inject_preserved_labels: bool
+) -> list[work_pb2.Work]:
+    """The Works the binding wants, one per target cluster, in target order."""
+    spec = binding.spec
+    targets = target_clusters(spec)
+    # Karmada revises replicas only once the schedule gave some cluster replicas.
+    revise = any(replicas > 0 for _, replicas in targets)
+    completions = job_completions(template, spec, targets) if revise else {}
+    meta = template.metadata
+    work_annotations = binding_annotations(binding)
+    work_annotations[TEMPLATE_GENERATION_ANNOTATION] = str(meta.generation)
+    result = []
+    for cluster, replicas in targets:
+        extra = injected_labels(spec, cluster) if inject_preserved_labels else {}
+        body = manifest(binding, template, replicas if revise else None, completions.get(cluster), extra)
+        work = work_pb2.Work(api_version=registry.WORK_API, kind=registry.WORK.kind)
+        work.metadata.name = keys.work_name(meta.namespace, meta.name, template.kind)
+        work.metadata.namespace = keys.execution_namespace(cluster)
+        work.metadata.finalizers.append(EXECUTION_FINALIZER)
+        work.metadata.labels[binding_id_label(binding)] = binding_id(binding)
+        work.metadata.annotations.update(work_annotations)
+        work.spec.workload.manifests.append(codec.raw_json(body))
+        work.spec.suspend_dispatching = suspended(spec, cluster)
+        work.spec.preserve_resources_on_deletion = spec.preserve_resources_on_deletion
+        result.append(work)
+    return result
+
+
+def merge_work(current: work_pb2.Work, desired: work_pb2.Work) -> work_pb2.Work:
+    """`current` carrying `desired`'s spec, labels and annotations; whatever others put there
+    (its own permanent id, the execution controller's annotations, status) is kept."""
+    merged = work_pb2.Work()
+    merged.CopyFrom(current)
+    merged.metadata.labels.update(desired.metadata.labels)
+    merged.metadata.annotations.update(desired.metadata.annotations)
+    for finalizer in desired.metadata.finalizers:
+        if finalizer not in merged.metadata.finalizers:
+            merged.metadata.finalizers.append(finalizer)
+    merged.spec.CopyFrom(desired.spec)
+    return merged

@@ -1,0 +1,203 @@
+"""Work statuses -> aggregatedStatus and FullyApplied; member statuses -> the template's status."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from flotilla.api import codec
+from flotilla.api.v1 import work_pb2
+from services.executor import aggregation
+
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+RESOURCE = work_pb2.ObjectReference(api_version="apps/v1", kind="Deployment", namespace="default", name="nginx")
+
+
+def work(cluster: str, applied: str | None = "True", message: str = "", status: dict[str, Any] | None = None,
+         health: str = "Healthy", deleting: bool = False, identity: tuple[str, str, str, str] = (
+             "apps", "Deployment", "default", "nginx"), generation: int | None = 1) -> work_pb2.Work:
+    w = work_pb2.Work()
+    w.metadata.name, w.metadata.namespace = "nginx-687f7fb96f", f"karmada-es-{cluster}"
+    if generation is not None:
+        w.metadata.annotations["resourcetemplate.karmada.io/generation"] = str(generation)
+    if deleting:
+        w.metadata.deletion_timestamp.FromSeconds(1)
+    if applied is not None:
+        w.status.conditions.add(type="Applied", status=applied, message=message)
+    if status is not None:
+        group, kind, namespace, name = identity
+        w.status.manifest_statuses.add(
+            identifier=work_pb2.ResourceIdentifier(group=group, version="v1", kind=kind, namespace=namespace,
+                                                   name=name),
+            status=codec.raw_json(status), health=health)
+    return w
+
+
+def summary(items: list[work_pb2.AggregatedStatusItem]) -> list[tuple[Any, ...]]:
+    return [(i.cluster_name, i.applied, i.applied_message, i.health, json.loads(i.status) if i.status else None)
+            for i in items]
+
+
+def test_status_items_one_per_live_work_sorted_by_cluster() -> None:
+    found = [
+        work("m3", status={"replicas": 1}),
+        work("m1", applied="False", message="Failed to apply all manifests (0/1): boom"),
+        work("m2", status={"replicas": 2}, health="Unhealthy"),
+        work("m4", applied=None),
+        work("m5", status={"replicas": 5}, identity=("apps", "Deployment", "default", "other")),
+        work("m6", status={"replicas": 6}, deleting=True),
+    ]
+    assert summary(aggregation.status_items(found, RESOURCE, [], NOW)) == [
+        ("m1", False, "Failed to apply all manifests (0/1): boom", "Unknown", None),
+        ("m2", True, "", "Unhealthy", {"replicas": 2}),
+        ("m3", True, "", "Healthy", {"replicas": 1}),
+        ("m4", False, "", "Unknown", None),
+        ("m5", True, "", "Unknown", None),
+    ]
+
+
+def test_settled_and_first_collection_time_carry_over() -> None:
+    first = aggregation.status_items([work("m1", status={"replicas": 1}), work("m2", applied="False")],
+                                     RESOURCE, [], NOW)
+    assert [(i.cluster_name, i.settled, i.HasField("creation_timestamp")) for i in first] == [
+        ("m1", True, True), ("m2", False, False)]
+    later = datetime(2024, 5, 1, 13, 0, 0, tzinfo=UTC)
+    second = aggregation.status_items([work("m1", status={"replicas": 1}, health="Unhealthy"),
+                                       work("m2", status={"replicas": 1}, health="Unknown")], RESOURCE, first, later)
+    assert [(i.cluster_name, i.settled, i.creation_timestamp.seconds) for i in second] == [
+        ("m1", True, int(NOW.timestamp())), ("m2", False, int(later.timestamp()))]
+
+
+@pytest.mark.parametrize(("items", "expected", "applied"), [
+    ([("m1", True), ("m2", True)], {"m1", "m2"}, True),
+    ([("m1", True), ("m2", False)], {"m1", "m2"}, False),
+    ([("m1", True)], {"m1", "m2"}, False),
+    ([("m1", True), ("m3", True)], {"m1", "m2"}, False),
+    ([("m1", True), ("m2", True)], {"m1"}, False),
+    ([], set(), False),
+])
+def test_fully_applied(items: list[tuple[str, bool]], expected: set[str], applied: bool) -> None:
+    status_items = [work_pb2.AggregatedStatusItem(cluster_name=c, applied=a) for c, a in items]
+    assert aggregation.fully_applied(status_items, expected) is applied
+
+
+def test_fully_applied_condition_wording() -> None:
+    assert aggregation.fully_applied_condition(True) == (
+        "True", "FullyAppliedSuccess", "All works have been successfully applied")
+    assert aggregation.fully_applied_condition(False) == (
+        "False", "FullyAppliedFailed", "Failed to apply all works, see status.aggregatedStatus for details")
+
+
+def template(api_version: str, kind: str, generation: int = 2, status: dict[str, Any] | None = None) -> Any:
+    t = codec.from_dict({"apiVersion": api_version, "kind": kind,
+                         "metadata": {"name": "nginx", "namespace": "default"}, "spec": {},
+                         **({"status": status} if status is not None else {})})
+    t.metadata.generation = generation
+    return t
+
+
+def items(*statuses: tuple[str, dict[str, Any] | None]) -> list[work_pb2.AggregatedStatusItem]:
+    return [work_pb2.AggregatedStatusItem(cluster_name=c, applied=True, status=codec.raw_json(s) if s else b"")
+            for c, s in statuses]
+
+
+def deployment(replicas: int, ready: int, **extra: int) -> dict[str, Any]:
+    return {"replicas": replicas, "readyReplicas": ready, "updatedReplicas": replicas, "availableReplicas": ready,
+            "observedGeneration": 1, **extra}
+
+
+def test_deployment_status_is_summed_and_observed_when_every_member_caught_up() -> None:
+    old = {"conditions": [{"type": "Available", "status": "True"}], "observedGeneration": 1, "replicas": 9}
+    result = aggregation.template_status(
+        template("apps/v1", "Deployment", status=old),
+        items(("m1", deployment(1, 1)), ("m2", deployment(2, 1, unavailableReplicas=1))),
+        {"m1": 2, "m2": 2}, NOW)
+    assert result == {"conditions": [{"type": "Available", "status": "True"}], "replicas": 3, "updatedReplicas": 3,
+                      "readyReplicas": 2, "availableReplicas": 2, "unavailableReplicas": 1, "observedGeneration": 2}
+
+
+@pytest.mark.parametrize(("member_status", "dispatched", "observed"), [
+    # The Work of m2 still carries generation 1 of the template.
+    (deployment(2, 2), {"m1": 2, "m2": 1}, 1),
+    # Karmada's reflected fields, when present, decide.
+    ({**deployment(2, 2), "resourceTemplateGeneration": 2, "generation": 5, "observedGeneration": 5}, {}, 2),
+    ({**deployment(2, 2), "resourceTemplateGeneration": 1, "generation": 5, "observedGeneration": 5},
+     {"m2": 2}, 1),
+    ({**deployment(2, 2), "resourceTemplateGeneration": 2, "generation": 6, "observedGeneration": 5},
+     {"m2": 2}, 1),
+    # No status collected yet: not caught up.
+    (None, {"m1": 2, "m2": 2}, 1),
+])
+def test_observed_generation_waits_for_every_member(member_status: dict[str, Any] | None, dispatched: dict[str, int],
+                                                     observed: int) -> None:
+    result = aggregation.template_status(
+        template("apps/v1", "Deployment", status={"observedGeneration": 1}),
+        items(("m1", {**deployment(1, 1), "resourceTemplateGeneration": 2}), ("m2", member_status)),
+        dispatched, NOW)
+    assert result["observedGeneration"] == observed
+
+
+@pytest.mark.parametrize(("api_version", "kind", "members", "expected"), [
+    ("apps/v1", "StatefulSet",
+     [{"replicas": 1, "readyReplicas": 1, "currentReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
+      {"replicas": 2, "readyReplicas": 0, "currentReplicas": 2, "updatedReplicas": 2}],
+     {"replicas": 3, "readyReplicas": 1, "currentReplicas": 3, "updatedReplicas": 3, "availableReplicas": 1,
+      "observedGeneration": 2}),
+    ("apps/v1", "StatefulSet", [{"observedGeneration": 1}, {"observedGeneration": 1}],
+     {"replicas": 0, "observedGeneration": 2}),
+    ("apps/v1", "ReplicaSet",
+     [{"replicas": 1, "fullyLabeledReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}, {"replicas": 2}],
+     {"replicas": 3, "fullyLabeledReplicas": 1, "readyReplicas": 1, "availableReplicas": 1, "observedGeneration": 2}),
+    ("apps/v1", "DaemonSet",
+     [{"currentNumberScheduled": 2, "desiredNumberScheduled": 2, "numberReady": 2, "numberAvailable": 2,
+       "updatedNumberScheduled": 2, "numberMisscheduled": 0},
+      {"currentNumberScheduled": 3, "desiredNumberScheduled": 3, "numberReady": 1, "numberUnavailable": 2,
+       "updatedNumberScheduled": 3}],
+     {"currentNumberScheduled": 5, "numberMisscheduled": 0, "desiredNumberScheduled": 5, "numberReady": 3,
+      "updatedNumberScheduled": 5, "numberAvailable": 2, "numberUnavailable": 2, "observedGeneration": 2}),
+])
+def test_workload_statuses_summed(api_version: str, kind: str, members: list[dict[str, Any]],
+                                  expected: dict[str, Any]) -> None:
+    result = aggregation.template_status(template(api_version, kind),
+                                         items(("m1", members[0]), ("m2", members[1])), {"m1": 2, "m2": 2}, NOW)
+    assert result == expected
+
+
+def test_kinds_without_aggregation_get_none() -> None:
+    assert aggregation.template_status(template("v1", "ConfigMap"), items(("m1", {"x": 1})), {}, NOW) is None
+
+
+JOB_STARTED = {"active": 1, "startTime": "2024-05-01T10:00:00Z"}
+
+
+@pytest.mark.parametrize(("members", "old", "expected"), [
+    ([JOB_STARTED, {"active": 2, "startTime": "2024-05-01T09:00:00Z"}], {},
+     {"active": 3, "startTime": "2024-05-01T09:00:00Z"}),
+    ([{"succeeded": 2, "startTime": "2024-05-01T10:00:00Z", "completionTime": "2024-05-01T11:00:00Z",
+       "conditions": [{"type": "Complete", "status": "True"}]},
+      {"succeeded": 3, "startTime": "2024-05-01T10:30:00Z", "completionTime": "2024-05-01T11:30:00Z",
+       "conditions": [{"type": "Complete", "status": "True"}]}], {},
+     {"succeeded": 5, "startTime": "2024-05-01T10:00:00Z", "completionTime": "2024-05-01T11:30:00Z",
+      "conditions": [{"type": "Complete", "status": "True", "reason": "Completed", "message": "Job completed",
+                      "lastProbeTime": "2024-05-01T12:00:00Z", "lastTransitionTime": "2024-05-01T12:00:00Z"}]}),
+    ([JOB_STARTED, {"failed": 4, "conditions": [{"type": "Failed", "status": "True"}]}], {},
+     {"active": 1, "failed": 4, "startTime": "2024-05-01T10:00:00Z",
+      "conditions": [{"type": "Failed", "status": "True", "reason": "JobFailed",
+                      "message": "Job executed failed in member clusters m2",
+                      "lastProbeTime": "2024-05-01T12:00:00Z", "lastTransitionTime": "2024-05-01T12:00:00Z"}]}),
+    # A finished Job's status is never rewritten.
+    ([JOB_STARTED, JOB_STARTED], {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]},
+     {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}),
+])
+def test_job_status(members: list[dict[str, Any]], old: dict[str, Any], expected: dict[str, Any]) -> None:
+    result = aggregation.template_status(template("batch/v1", "Job", status=old),
+                                         items(("m1", members[0]), ("m2", members[1])), {}, NOW)
+    assert result == expected
+
+
+def test_dispatched_generations_read_the_work_annotation() -> None:
+    found = [work("m1", generation=3), work("m2", generation=None), work("m3", generation=1)]
+    assert aggregation.dispatched_generations(found) == {"m1": 3, "m3": 1}
