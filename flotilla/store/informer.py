@@ -188,7 +188,9 @@ class Informer:
 
 
 async def _cancel_quietly(watch: Any) -> None:
+    # aetcd queues the cancel request on the watch stream; with the stream gone (etcd down,
+    # a closed loop) that can wait forever, so it gets a bound.
     try:
-        await watch.cancel()
+        await asyncio.wait_for(watch.cancel(), timeout=2)
     except Exception:  # the stream may already be gone with the connection
         log.debug("watch cancel failed", exc_info=True)

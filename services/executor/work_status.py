@@ -14,13 +14,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flotilla.interpreter.health import HealthInterpreter
-
 from flotilla.api import codec, registry
 from flotilla.api.conditions import FALSE, get_condition, is_true, set_condition
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import split_api_version
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.interpreter.health import HealthInterpreter
 from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, Store
