@@ -27,6 +27,7 @@ protos: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/store.py
+	$(BIN)/python bench/schedule.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -24,7 +24,7 @@ from flotilla.profiles import PROFILES
 from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
-SERVICES = ["webhook", "status", "taint_manager"]
+SERVICES = ["webhook", "status", "taint_manager", "scheduler", "executor"]
 
 DEFAULT_ETCD_PORT = 2379
 

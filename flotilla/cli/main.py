@@ -10,12 +10,12 @@ from typing import NoReturn
 
 from flotilla.api.codec import CodecError
 from flotilla.api.registry import UnknownResourceError
-from flotilla.cli import apply, delete, describe, get, join, member, status, taint
+from flotilla.cli import apply, delete, describe, get, join, member, schedule, status, taint
 from flotilla.cli.errors import CLIError, short
 from flotilla.store import StoreError
 
 # Each command module has `register(subparsers)`, which sets `run` on its parser.
-COMMANDS = [get, describe, apply, delete, taint, join, member, status]
+COMMANDS = [get, describe, apply, delete, taint, join, member, schedule, status]
 
 
 class OneLineParser(argparse.ArgumentParser):

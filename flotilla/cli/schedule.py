@@ -29,6 +29,11 @@ from flotilla.store.endpoints import list_endpoints
 R = TypeVar("R")
 TIMEOUT = 60.0
 OUTPUTS = ("json",)
+# How `explain` words the scheduler's reading of spec §8.1 for a binding.
+TRIGGER_TEXT = {
+    "None": "none: the scheduler leaves the binding as it is until it or its clusters change",
+    "NotHandled": "none: another scheduler's binding, scheduling suspended, or no policy claims it",
+}
 
 
 # -- reading a schedule file -----------------------------------------------------------
@@ -94,11 +99,12 @@ def _targets(targets: Sequence[work_pb2.TargetCluster], workload: bool = True) -
     return ", ".join(f"{t.name}:{t.replicas}" if workload else t.name for t in targets)
 
 
-def decision_text(decision: scheduler_pb2.ScheduleDecision, workload: bool, live: bool = False) -> str:
+def decision_text(decision: scheduler_pb2.ScheduleDecision, live: bool = False) -> str:
+    workload = decision.workload
     lines = []
     if live:
         lines.append(f"Current:  {_targets(decision.current, workload)}")
-        lines.append(f"Trigger:  {decision.trigger}")
+        lines.append(f"Trigger:  {TRIGGER_TEXT.get(decision.trigger, decision.trigger)}")
     if decision.affinity_name:
         lines.append(f"Affinity: {decision.affinity_name}")
     if decision.error:
@@ -115,12 +121,11 @@ def decision_text(decision: scheduler_pb2.ScheduleDecision, workload: bool, live
     return "\n".join(lines)
 
 
-def print_decision(decision: scheduler_pb2.ScheduleDecision, output: str | None, workload: bool,
-                   live: bool = False) -> None:
+def print_decision(decision: scheduler_pb2.ScheduleDecision, output: str | None, live: bool = False) -> None:
     if output == "json":
         print(json.dumps(decision_json(decision, live), indent=2))
     else:
-        print(decision_text(decision, workload, live))
+        print(decision_text(decision, live))
 
 
 # -- schedule --------------------------------------------------------------------------
@@ -130,7 +135,6 @@ async def cmd_schedule(args: argparse.Namespace) -> int:
     # The scheduler's code is only loaded by the commands that run it.
     from services.scheduler import core
     from services.scheduler.framework import Framework
-    from services.scheduler.placement import is_workload
     from services.scheduler.servicer import decision_message
 
     objects = parse_objects(args.filename)
@@ -138,7 +142,7 @@ async def cmd_schedule(args: argparse.Namespace) -> int:
     binding = binding_from_documents(objects)
     snapshot = core.Snapshot.of(clusters, datetime.now(UTC))
     decision = core.schedule(binding, snapshot, Framework.build(args.plugins))
-    print_decision(decision_message(decision), args.output, is_workload(binding.spec))
+    print_decision(decision_message(binding, decision), args.output)
     return 0
 
 
@@ -173,8 +177,7 @@ async def cmd_explain(args: argparse.Namespace) -> int:
     request = scheduler_pb2.ExplainRequest(kind=rt.kind, namespace=namespace, name=args.name)
     async with open_store(args) as store:
         decision = await call_scheduler(store, lambda s: s.Explain, request)
-    workload = any(t.replicas for t in (*decision.clusters, *decision.current)) or not decision.clusters
-    print_decision(decision, args.output, workload, live=True)
+    print_decision(decision, args.output, live=True)
     return 0
 
 

@@ -192,24 +192,30 @@ class Store:
         new.metadata.resource_version = str(responses[0].response_put.header.revision)
         return new
 
-    async def update(self, obj: M, lease: int | None = None) -> M:
+    async def update(self, obj: M, lease: int | None = None, original: M | None = None) -> M:
         """Replace spec and metadata, keeping status; CAS on resourceVersion.
 
         An update that changes nothing writes nothing (and keeps resourceVersion).
         Removing the last finalizer of an object being deleted deletes it.
+        `original`: the object as read at obj's resourceVersion (an informer's copy, say);
+        given, it stands in for a fresh read, since the CAS proves it is what is stored.
         """
-        return await self._update(obj, status_only=False, lease=lease)
+        return await self._update(obj, status_only=False, lease=lease, original=original)
 
-    async def update_status(self, obj: M) -> M:
-        """Replace only status; CAS on resourceVersion."""
-        return await self._update(obj, status_only=True)
+    async def update_status(self, obj: M, original: M | None = None) -> M:
+        """Replace only status; CAS on resourceVersion (see `update` for `original`)."""
+        return await self._update(obj, status_only=True, original=original)
 
-    async def _update(self, obj: M, status_only: bool, lease: int | None = None) -> M:
+    async def _update(self, obj: M, status_only: bool, lease: int | None = None, original: M | None = None) -> M:
         rt = resource_type_for_object(obj)
         meta = obj.metadata
         if not meta.resource_version:
             raise ValueError("metadata.resourceVersion: required for an update")
-        current = await self.get(rt, meta.namespace, meta.name)
+        # The original must be a separate copy: one edited in place would hide the change.
+        if original is not None and original is not obj and original.metadata.resource_version == meta.resource_version:
+            current = original
+        else:
+            current = await self.get(rt, meta.namespace, meta.name)
         if current.metadata.resource_version != meta.resource_version:
             raise Conflict(_conflict_message(rt, meta))
         new = type(obj)()
@@ -302,10 +308,14 @@ class Store:
         rt = resource_type_of(ref)
         for attempt in range(attempts):
             obj = await self.get(rt, namespace, name)
+            original = type(obj)()
+            original.CopyFrom(obj)
             if change(obj) is False:
                 return obj
             try:
-                return await (self.update_status(obj) if status else self.update(obj))
+                if status:
+                    return await self.update_status(obj, original=original)
+                return await self.update(obj, original=original)
             except Conflict:
                 # Jitter keeps many contending writers from retrying in lockstep.
                 await asyncio.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))

@@ -1,0 +1,206 @@
+"""Resource template + propagation policy -> ResourceBinding (Karmada's detector, `BuildResourceBinding`).
+
+Pure: objects in, a new binding out; nothing is read or written. Used by
+`flotillactl schedule -f` for a workload-plus-policy file and by the
+executor's detector, so a binding looks the same whoever builds it.
+
+What a binding carries:
+- `spec.resource` locates the template (apiVersion, kind, namespace, name, uid, resourceVersion);
+- `spec.replicas` and `spec.replicaRequirements` as Karmada's native interpreter reads them:
+  Deployment, StatefulSet and ReplicaSet `spec.replicas`; Job `spec.parallelism`, capped by
+  `spec.completions`; a Pod is one replica; any other kind has none. The per-replica
+  resource request is the pod template's effective request (containers summed, raised to
+  any init container's, plus overhead; limits stand in for missing requests), and the node
+  claim carries nodeSelector, tolerations and required node affinity;
+- placement, failover, propagateDeps, schedulerName, conflictResolution, suspension and
+  preserveResourcesOnDeletion copied from the policy;
+- the policy's permanent-id label and name annotations, which is how the scheduler knows a
+  policy claimed the binding;
+- the binding-controller finalizer and a controller owner reference to the template.
+
+Kubernetes' API server would default a missing `replicas`/`parallelism` to 1 before Karmada
+ever reads it; templates reach Flotilla undefaulted, so 1 is applied here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from flotilla.api import codec, keys, registry
+from flotilla.api.v1 import core_pb2, meta_pb2, policy_pb2, work_pb2
+from flotilla.member.quantity import Format, format_quantity
+from flotilla.member.summary import pod_requests
+from flotilla.scheduling import label_selector_matches
+
+Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
+Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+
+DEFAULT_SCHEDULER = "default-scheduler"
+BINDING_FINALIZER = "karmada.io/binding-controller"
+CLUSTER_BINDING_FINALIZER = "karmada.io/cluster-resource-binding-controller"
+PP_PERMANENT_ID_LABEL = "propagationpolicy.karmada.io/permanent-id"
+CPP_PERMANENT_ID_LABEL = "clusterpropagationpolicy.karmada.io/permanent-id"
+PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
+PP_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
+CPP_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
+
+# (apiVersion, kind) -> where the replica count lives; the pod template is at spec.template.spec.
+_REPLICA_FIELD = {
+    ("apps/v1", "Deployment"): "replicas",
+    ("apps/v1", "StatefulSet"): "replicas",
+    ("apps/v1", "ReplicaSet"): "replicas",
+    ("batch/v1", "Job"): "parallelism",
+}
+_BINARY_RESOURCES = ("memory", "ephemeral-storage")
+
+
+def template_content(template: meta_pb2.Unstructured) -> dict[str, Any]:
+    """The template's fields other than apiVersion, kind and metadata (spec, status, ...)."""
+    content = json.loads(template.content or b"{}")
+    return content if isinstance(content, dict) else {}
+
+
+def replicas_and_requirements(template: meta_pb2.Unstructured) -> tuple[int, work_pb2.ReplicaRequirements | None]:
+    """Karmada's native GetReplicas: the replica count and what one replica needs.
+
+    Kinds without replicas give (0, None): the binding is then a non-workload, placed on
+    every selected cluster as a whole.
+    """
+    content = template_content(template)
+    spec = content.get("spec") if isinstance(content.get("spec"), dict) else {}
+    if (template.api_version, template.kind) == ("v1", "Pod"):
+        return 1, _requirements(spec)
+    field = _REPLICA_FIELD.get((template.api_version, template.kind))
+    if field is None:
+        return 0, None
+    replicas = _int(spec.get(field), default=1)
+    completions = spec.get("completions")
+    if field == "parallelism" and isinstance(completions, int) and completions < replicas:
+        replicas = completions
+    pod_template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    pod_spec = pod_template.get("spec") if isinstance(pod_template.get("spec"), dict) else {}
+    return replicas, _requirements(pod_spec)
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _requirements(pod_spec: Mapping[str, Any]) -> work_pb2.ReplicaRequirements:
+    requirements = work_pb2.ReplicaRequirements()
+    requirements.resource_request.update(resource_request(pod_spec))
+    claim = requirements.node_claim
+    selector = pod_spec.get("nodeSelector")
+    if isinstance(selector, dict):
+        claim.node_selector.update({str(k): str(v) for k, v in selector.items()})
+    for i, toleration in enumerate(pod_spec.get("tolerations") or []):
+        claim.tolerations.append(codec.parse_as(meta_pb2.Toleration, toleration, f"tolerations[{i}]"))
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if required:
+        claim.hard_node_affinity.CopyFrom(codec.parse_as(core_pb2.NodeSelector, required, "affinity"))
+    if not (claim.node_selector or claim.tolerations or claim.HasField("hard_node_affinity")):
+        requirements.ClearField("node_claim")
+    return requirements
+
+
+def resource_request(pod_spec: Mapping[str, Any]) -> dict[str, str]:
+    """One replica's effective request as quantity strings (Karmada's `AddPodTemplateRequest`)."""
+    defaulted = copy.deepcopy(dict(pod_spec))
+    for group in ("containers", "initContainers"):
+        for container in defaulted.get(group) or []:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if not isinstance(resources, dict) or not resources.get("limits"):
+                continue
+            # Kubernetes defaults a missing request to the limit.
+            resources["requests"] = {**resources["limits"], **(resources.get("requests") or {})}
+    result = {}
+    for name, amount in pod_requests(defaulted).items():
+        if amount <= 0:
+            continue
+        if name == "cpu":
+            result[name] = format_quantity(Fraction(amount, 1000), Format.DECIMAL_SI)
+        elif name in _BINARY_RESOURCES or name.startswith("hugepages-"):
+            result[name] = format_quantity(amount, Format.BINARY_SI)
+        else:
+            result[name] = format_quantity(amount, Format.DECIMAL_SI)
+    return result
+
+
+def selects(policy: Policy, template: meta_pb2.Unstructured) -> bool:
+    """Whether one of the policy's resourceSelectors picks the template (Karmada's
+    ResourceMatches: apiVersion, kind and namespace must match; a name wins over a label
+    selector; neither matches every object of the kind)."""
+    meta = template.metadata
+    if isinstance(policy, policy_pb2.PropagationPolicy) and meta.namespace != policy.metadata.namespace:
+        return False
+    for selector in policy.spec.resource_selectors:
+        if selector.api_version != template.api_version or selector.kind != template.kind:
+            continue
+        if selector.namespace and selector.namespace != meta.namespace:
+            continue
+        if selector.name:
+            if selector.name == meta.name:
+                return True
+            continue
+        if not selector.HasField("label_selector") or label_selector_matches(selector.label_selector, meta.labels):
+            return True
+    return False
+
+
+def build_binding(template: meta_pb2.Unstructured, policy: Policy) -> Binding:
+    """The binding the detector makes for `template` claimed by `policy` (spec.clusters empty)."""
+    rt = registry.for_kind(template.api_version, template.kind)
+    if rt.namespaced:
+        binding: Binding = work_pb2.ResourceBinding(api_version=registry.BINDING_API, kind="ResourceBinding")
+        binding.metadata.namespace = template.metadata.namespace
+        binding.metadata.finalizers.append(BINDING_FINALIZER)
+    else:
+        binding = work_pb2.ClusterResourceBinding(api_version=registry.BINDING_API, kind="ClusterResourceBinding")
+        binding.metadata.finalizers.append(CLUSTER_BINDING_FINALIZER)
+    meta = template.metadata
+    binding.metadata.name = keys.binding_name(meta.name, template.kind)
+    _claim(binding.metadata, policy)
+    if meta.uid:
+        binding.metadata.owner_references.add(
+            api_version=template.api_version, kind=template.kind, name=meta.name, uid=meta.uid,
+            controller=True, block_owner_deletion=True,
+        )
+    spec, source = binding.spec, policy.spec
+    spec.resource.CopyFrom(work_pb2.ObjectReference(
+        api_version=template.api_version, kind=template.kind, namespace=meta.namespace, name=meta.name,
+        uid=meta.uid, resource_version=meta.resource_version,
+    ))
+    spec.propagate_deps = source.propagate_deps
+    spec.scheduler_name = source.scheduler_name or DEFAULT_SCHEDULER
+    spec.placement.CopyFrom(source.placement)
+    if source.HasField("failover"):
+        spec.failover.CopyFrom(source.failover)
+    spec.conflict_resolution = source.conflict_resolution
+    if source.HasField("preserve_resources_on_deletion"):
+        spec.preserve_resources_on_deletion = source.preserve_resources_on_deletion
+    if source.HasField("suspension"):
+        spec.suspension.dispatching = source.suspension.dispatching
+        if source.suspension.HasField("dispatching_on_clusters"):
+            spec.suspension.dispatching_on_clusters.CopyFrom(source.suspension.dispatching_on_clusters)
+    replicas, requirements = replicas_and_requirements(template)
+    spec.replicas = replicas
+    if requirements is not None:
+        spec.replica_requirements.CopyFrom(requirements)
+    return binding
+
+
+def _claim(meta: meta_pb2.ObjectMeta, policy: Policy) -> None:
+    source = policy.metadata
+    if isinstance(policy, policy_pb2.PropagationPolicy):
+        label, annotations = PP_PERMANENT_ID_LABEL, {PP_NAMESPACE_ANNOTATION: source.namespace,
+                                                     PP_NAME_ANNOTATION: source.name}
+    else:
+        label, annotations = CPP_PERMANENT_ID_LABEL, {CPP_NAME_ANNOTATION: source.name}
+    if source.labels.get(label):
+        meta.labels[label] = source.labels[label]
+    meta.annotations.update(annotations)

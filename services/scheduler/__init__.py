@@ -1,0 +1,1 @@
+"""The scheduler: places ResourceBindings and ClusterResourceBindings on member clusters (spec §8)."""

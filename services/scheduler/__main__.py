@@ -1,0 +1,89 @@
+"""`python -m services.scheduler`: places bindings on clusters (spec §8).
+
+The leader runs the scheduling loop; every replica serves Explain and WhatIf.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import grpc
+
+from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
+from flotilla.runtime.flags import duration
+from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from flotilla.scheduling import PluginError
+from services.scheduler.capacity import NoReservations, Reservations
+from services.scheduler.events import EventSink
+from services.scheduler.framework import Framework
+from services.scheduler.need_schedule import DEFAULT_SCHEDULER
+from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from services.scheduler.servicer import SchedulerServicer
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER,
+                        help="schedule only bindings whose spec.schedulerName is this")
+    parser.add_argument("--plugins", default="*",
+                        help="plugins to run: '*' all built-in and installed ones, 'Name' one, '-Name' not that one "
+                             "(e.g. '*,-ClusterLocality')")
+    parser.add_argument("--enable-empty-workload-propagation", default=False, action=argparse.BooleanOptionalAction,
+                        help="keep selected clusters that get 0 replicas in spec.clusters")
+    parser.add_argument("--workers", type=int, default=16, help="bindings scheduled at once, per binding kind")
+    parser.add_argument("--unschedulable-retry-period", type=duration, default=duration("30s"),
+                        help="how soon a binding that could not be placed (capacity, spread constraints) is retried")
+    parser.add_argument("--capacity-reservation-ttl", type=duration, default=duration("20s"),
+                        help="how long replicas just placed count against a cluster before its reported "
+                             "resourceSummary is trusted to include them")
+    parser.add_argument("--event-qps", type=float, default=50.0,
+                        help="Events written per second at most; in a storm the rest are dropped, not waited for")
+
+
+def options_from(args: argparse.Namespace) -> SchedulerOptions:
+    return SchedulerOptions(
+        scheduler_name=args.scheduler_name,
+        empty_workload_propagation=args.enable_empty_workload_propagation,
+        retry_after=args.unschedulable_retry_period,
+        reservation_ttl=args.capacity_reservation_ttl,
+        workers=args.workers,
+    )
+
+
+def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
+    try:
+        framework = Framework.build(ctx.args.plugins)
+    except PluginError as e:
+        raise SystemExit(f"scheduler: {e}") from None
+    ctx.extra["framework"] = framework
+
+    def reservations() -> Reservations:
+        loop = ctx.extra.get("loop")
+        return loop.ledger if loop is not None else NoReservations()
+
+    servicer = SchedulerServicer(ctx.store, ctx.clock, framework, options_from(ctx.args), reservations)
+    scheduler_pb2_grpc.add_SchedulerServicer_to_server(servicer, server)
+    return [scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name]
+
+
+async def lead(ctx: ServiceContext) -> None:
+    loop = SchedulerLoop(ctx.store, ctx.clock, ctx.extra["framework"], options_from(ctx.args),
+                         EventSink(ctx.events, ctx.clock, ctx.args.event_qps), ctx.tracer)
+    ctx.extra["loop"] = loop
+    try:
+        await loop.run()
+    finally:
+        ctx.extra.pop("loop", None)
+
+
+SPEC = ServiceSpec(
+    name="scheduler",
+    description="Flotilla scheduler: places ResourceBindings on member clusters",
+    add_arguments=add_arguments,
+    add_servicers=add_servicers,
+    lead=lead,
+)
+
+if __name__ == "__main__":
+    sys.exit(main(SPEC))

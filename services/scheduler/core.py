@@ -1,0 +1,255 @@
+"""Scheduling one binding against a snapshot of the clusters: filter, score, select, divide.
+
+This is the one function behind the scheduler service, `flotillactl schedule -f`,
+`flotillactl explain` and `flotillactl whatif`; it reads only its arguments and
+writes nothing, so all four give the same answer for the same inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from flotilla.api.v1 import cluster_pb2, policy_pb2, work_pb2
+from flotilla.scheduling import AffinityMatcher, BindingInfo, ClusterInfo
+from services.scheduler import division, selection
+from services.scheduler.affinities import terms_to_try
+from services.scheduler.capacity import (
+    MAX_INT32,
+    ClusterCapacity,
+    NoReservations,
+    Request,
+    Reservations,
+    max_replicas,
+    replica_request,
+)
+from services.scheduler.framework import Framework, PluginFailure, Unfit, fit_error_message
+from services.scheduler.placement import (
+    AGGREGATED,
+    DUPLICATED,
+    STATIC_WEIGHT,
+    blocked_clusters,
+    effective_placement,
+    is_workload,
+    reschedule_requested,
+    strategy_of,
+)
+
+SUCCESS_MESSAGE = "Binding has been scheduled successfully."
+
+Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+
+
+class Outcome(StrEnum):
+    """The Scheduled condition's reason (Karmada's names)."""
+
+    SUCCESS = "Success"
+    # No cluster passed the filters: spec.clusters is cleared.
+    NO_CLUSTER_FIT = "NoClusterFit"
+    # Clusters fit but cannot hold the replicas, or the spread constraints cannot be met:
+    # spec.clusters is left as it is and scheduling is retried.
+    UNSCHEDULABLE = "Unschedulable"
+    SCHEDULER_ERROR = "SchedulerError"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The clusters (sorted by name) and what they can hold, at one moment."""
+
+    clusters: tuple[ClusterInfo, ...]
+    capacities: Mapping[str, ClusterCapacity]
+    now: datetime
+    reservations: Reservations = field(default_factory=NoReservations)
+    # The clusters not being deleted: one tuple for every binding scheduled against the
+    # snapshot, which lets plugins remember what they worked out about it.
+    candidates: tuple[ClusterInfo, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.candidates:
+            object.__setattr__(self, "candidates", tuple(c for c in self.clusters if not c.deleting))
+
+    @classmethod
+    def of(cls, clusters: Iterable[cluster_pb2.Cluster], now: datetime,
+           reservations: Reservations | None = None) -> Snapshot:
+        ordered = sorted(clusters, key=lambda c: c.metadata.name)
+        return cls(
+            clusters=tuple(ClusterInfo.from_cluster(c) for c in ordered),
+            capacities={c.metadata.name: ClusterCapacity.from_cluster(c) for c in ordered},
+            now=now,
+            reservations=reservations or NoReservations(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One clusterAffinities term that did not work out."""
+
+    affinity_name: str
+    outcome: Outcome
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    outcome: Outcome
+    message: str
+    # The new spec.clusters, or None to leave them as they are.
+    clusters: list[tuple[str, int]] | None
+    unfit: list[Unfit] = field(default_factory=list)
+    # The clusterAffinities term the binding settled on (None: leave the status alone).
+    affinity_name: str | None = None
+    # Terms tried before this one, in order.
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.SUCCESS
+
+
+def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
+             empty_workload_propagation: bool = False) -> Decision:
+    spec, status = binding.spec, binding.status
+    placement = effective_placement(spec.placement)
+    base = _binding_info(binding, placement, snapshot.now)
+    plan = _Plan(spec, placement, snapshot, framework, empty_workload_propagation)
+    if not placement.cluster_affinities:
+        affinity = AffinityMatcher.of(placement.cluster_affinity) if placement.HasField("cluster_affinity") else None
+        return plan.attempt(_with_affinity(base, affinity, ()))
+    # Ordered fallback groups: the first term that schedules wins.
+    attempts: list[Attempt] = []
+    first: Decision | None = None
+    for term in terms_to_try(placement, status.scheduler_observing_affinity_name,
+                             reschedule_requested(spec, status)):
+        overflow = tuple(AffinityMatcher.of(o) for o in term.overflow_affinities) if plan.workload else ()
+        decision = plan.attempt(_with_affinity(base, AffinityMatcher.of(term), overflow))
+        if decision.ok:
+            return Decision(decision.outcome, decision.message, decision.clusters, decision.unfit,
+                            term.affinity_name, attempts)
+        first = first or decision
+        attempts.append(Attempt(term.affinity_name, decision.outcome, decision.message))
+    if first is None:
+        return Decision(Outcome.SCHEDULER_ERROR, "no clusterAffinities term to schedule with", None)
+    # Every term failed: only "nothing fits" clears the result; the observed term stays.
+    return Decision(first.outcome, first.message, first.clusters, first.unfit, None, attempts)
+
+
+def _binding_info(binding: Binding, placement: policy_pb2.Placement, now: datetime) -> BindingInfo:
+    spec = binding.spec
+    return BindingInfo(
+        kind=binding.kind or type(binding).__name__,
+        namespace=binding.metadata.namespace,
+        name=binding.metadata.name,
+        spec=spec,
+        status=binding.status,
+        placement=placement,
+        resource=(spec.resource.api_version, spec.resource.kind),
+        targets={t.name: t.replicas for t in spec.clusters},
+        evicting=frozenset(task.from_cluster for task in spec.graceful_eviction_tasks),
+        blocked=blocked_clusters(spec, now),
+        now=now,
+    )
+
+
+def _with_affinity(base: BindingInfo, affinity: AffinityMatcher | None,
+                   overflow: tuple[AffinityMatcher, ...]) -> BindingInfo:
+    return BindingInfo(
+        kind=base.kind, namespace=base.namespace, name=base.name, spec=base.spec, status=base.status,
+        placement=base.placement, resource=base.resource, targets=base.targets, evicting=base.evicting,
+        blocked=base.blocked, now=base.now, affinity=affinity, overflow=overflow,
+    )
+
+
+class _Plan:
+    """What stays the same across clusterAffinities terms for one binding."""
+
+    def __init__(self, spec: work_pb2.ResourceBindingSpec, placement: policy_pb2.Placement, snapshot: Snapshot,
+                 framework: Framework, empty_workload_propagation: bool) -> None:
+        self.spec = spec
+        self.placement = placement
+        self.snapshot = snapshot
+        self.framework = framework
+        self.empty_workload_propagation = empty_workload_propagation
+        self.workload = is_workload(spec)
+        self.request: Request | None = replica_request(spec) if self.workload else None
+        self.strategy = strategy_of(placement)
+        self._allocatable: dict[str, int] = {}
+
+    def allocatable(self, cluster: str) -> int:
+        """Replicas the cluster can still take (estimated once per binding)."""
+        found = self._allocatable.get(cluster)
+        if found is None:
+            capacity = self.snapshot.capacities.get(cluster)
+            if capacity is None:
+                found = 0
+            else:
+                found = max_replicas(capacity, self.request, self.snapshot.reservations.reserved(cluster))
+            self._allocatable[cluster] = found
+        return found
+
+    def attempt(self, binding: BindingInfo) -> Decision:
+        candidates = self.snapshot.candidates
+        if not candidates:
+            return Decision(Outcome.SCHEDULER_ERROR, "no clusters available to schedule", None)
+        try:
+            feasible, unfit = self.framework.filter(binding, candidates)
+            if not feasible:
+                return Decision(Outcome.NO_CLUSTER_FIT, fit_error_message(len(candidates), unfit), [], unfit)
+            scores = self.framework.score(binding, feasible)
+        except PluginFailure as e:
+            return Decision(Outcome.SCHEDULER_ERROR, str(e), None)
+        ranked = selection.rank([self._candidate(binding, c, scores[c.name]) for c in feasible])
+        try:
+            selected = selection.select(ranked, self.placement, self.spec.replicas)
+            targets = self._assign(binding, selected)
+        except (selection.SpreadError, division.Unschedulable) as e:
+            return Decision(Outcome.UNSCHEDULABLE, str(e), None, unfit)
+        return Decision(Outcome.SUCCESS, SUCCESS_MESSAGE, targets, unfit)
+
+    def _candidate(self, binding: BindingInfo, cluster: ClusterInfo, score: int) -> selection.Candidate:
+        # Non-workloads are not estimated: any cluster can hold them.
+        available = self.allocatable(cluster.name) if self.workload else MAX_INT32
+        available += binding.targets.get(cluster.name, 0)
+        tier = 0
+        if binding.overflow and binding.affinity is not None and not binding.affinity.matches(cluster):
+            tier = next((i + 1 for i, term in enumerate(binding.overflow) if term.matches(cluster)), 0)
+        return selection.Candidate(cluster.name, score, available, tier, cluster)
+
+    def _assign(self, binding: BindingInfo, selected: Sequence[selection.Candidate]) -> list[tuple[str, int]]:
+        if not selected:
+            raise division.Unschedulable("no clusters available to schedule")
+        names = [c.name for c in selected]
+        if not self.workload:
+            return [(name, 0) for name in names]
+        replicas = self.spec.replicas
+        if self.strategy == DUPLICATED:
+            targets = division.duplicated(names, replicas)
+        elif self.strategy == STATIC_WEIGHT:
+            targets = division.static_weight(replicas, self._static_weights(selected), self.spec.resource.uid)
+        else:
+            targets = division.dynamic(
+                names,
+                [(t.name, t.replicas) for t in self.spec.clusters],
+                replicas,
+                {name: self.allocatable(name) for name in names},
+                aggregated=self.strategy == AGGREGATED,
+                fresh=reschedule_requested(self.spec, binding.status),
+                uid=self.spec.resource.uid,
+                tiers={c.name: c.tier for c in selected},
+            )
+        kept = division.without_zero(targets)
+        if self.empty_workload_propagation:
+            present = {name for name, _ in kept}
+            kept.extend((name, 0) for name in names if name not in present)
+        return kept
+
+    def _static_weights(self, selected: Sequence[selection.Candidate]) -> dict[str, int]:
+        """The largest weight of the rules matching each cluster; all 1 when none is positive."""
+        strategy = self.placement.replica_scheduling
+        rules = [(AffinityMatcher.of(rule.target_cluster), rule.weight)
+                 for rule in strategy.weight_preference.static_weight_list]
+        weights = {c.name: max((w for matcher, w in rules if matcher.matches(c.info)), default=0) for c in selected}
+        if not any(w > 0 for w in weights.values()):
+            return dict.fromkeys(weights, 1)
+        return weights

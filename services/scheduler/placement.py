@@ -1,0 +1,95 @@
+"""The placement as scheduling reads it, and the facts about a binding that decide how it is scheduled.
+
+Admitted objects already carry the defaults applied here; applying them again is
+idempotent, and it lets `flotillactl schedule -f` read hand-written YAML that never
+went through admission the way the service reads the admitted object.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flotilla.api.v1 import policy_pb2, work_pb2
+
+DUPLICATED, DIVIDED = "Duplicated", "Divided"
+AGGREGATED, WEIGHTED = "Aggregated", "Weighted"
+SPREAD_BY_CLUSTER = "cluster"
+
+STATIC_WEIGHT = "StaticWeight"
+DYNAMIC_WEIGHT = "DynamicWeight"
+
+
+def _needs_defaults(placement: policy_pb2.Placement) -> bool:
+    if placement.HasField("replica_scheduling"):
+        strategy = placement.replica_scheduling
+        if not strategy.replica_scheduling_type:
+            return True
+        if strategy.replica_scheduling_type == DIVIDED and not strategy.replica_division_preference:
+            return True
+    return any(
+        (not c.spread_by_field and not c.spread_by_label) or c.min_groups == 0 for c in placement.spread_constraints
+    )
+
+
+def effective_placement(placement: policy_pb2.Placement) -> policy_pb2.Placement:
+    """The CRD and webhook defaults that shape scheduling: Divided when replicaScheduling is
+    given without a type, Weighted for Divided, spread by cluster, minGroups 1. maxGroups
+    has no default (0 selects nothing, as in Karmada)."""
+    if not _needs_defaults(placement):
+        return placement
+    result = policy_pb2.Placement()
+    result.CopyFrom(placement)
+    if result.HasField("replica_scheduling"):
+        strategy = result.replica_scheduling
+        strategy.replica_scheduling_type = strategy.replica_scheduling_type or DIVIDED
+        if strategy.replica_scheduling_type == DIVIDED and not strategy.replica_division_preference:
+            strategy.replica_division_preference = WEIGHTED
+    for constraint in result.spread_constraints:
+        if not constraint.spread_by_field and not constraint.spread_by_label:
+            constraint.spread_by_field = SPREAD_BY_CLUSTER
+        if constraint.min_groups == 0:
+            constraint.min_groups = 1
+    return result
+
+
+def strategy_of(placement: policy_pb2.Placement) -> str:
+    """Duplicated (also for no replicaScheduling), Aggregated, DynamicWeight or StaticWeight."""
+    if not placement.HasField("replica_scheduling"):
+        return DUPLICATED
+    strategy = placement.replica_scheduling
+    if strategy.replica_scheduling_type != DIVIDED:
+        return DUPLICATED
+    if strategy.replica_division_preference == AGGREGATED:
+        return AGGREGATED
+    if strategy.weight_preference.dynamic_weight:
+        return DYNAMIC_WEIGHT
+    return STATIC_WEIGHT
+
+
+def is_workload(spec: work_pb2.ResourceBindingSpec) -> bool:
+    """Replicas to divide: replicas or requirements, and at most one pod template (spec §8.5)."""
+    return (spec.replicas > 0 or spec.HasField("replica_requirements")) and len(spec.components) <= 1
+
+
+def reschedule_requested(spec: work_pb2.ResourceBindingSpec, status: work_pb2.ResourceBindingStatus) -> bool:
+    """An explicit reschedule (rescheduleTriggeredAt) newer than the last schedule; both must be set."""
+    if not spec.HasField("reschedule_triggered_at") or not status.HasField("last_scheduled_time"):
+        return False
+    return spec.reschedule_triggered_at.ToNanoseconds() > status.last_scheduled_time.ToNanoseconds()
+
+
+def blocked_clusters(spec: work_pb2.ResourceBindingSpec, now: datetime) -> frozenset[str]:
+    """Clusters application failover moved the workload away from, still within
+    blockPredecessorSeconds. Without that setting an entry blocks for as long as the
+    eviction history keeps it."""
+    if not spec.active_eviction_history:
+        return frozenset()
+    application = spec.failover.application
+    if not application.HasField("block_predecessor_seconds"):
+        return frozenset(item.cluster_name for item in spec.active_eviction_history)
+    now_s = now.timestamp()
+    block = application.block_predecessor_seconds
+    return frozenset(
+        item.cluster_name for item in spec.active_eviction_history
+        if item.creation_timestamp.seconds + block > now_s
+    )

@@ -1,0 +1,457 @@
+"""The scheduling loop: ResourceBindings and ClusterResourceBindings (one code path, parameterised
+by kind) are scheduled against the cluster informer's view of the fleet.
+
+A pass reads the binding from the informer cache, decides whether it needs scheduling
+(`need_schedule`), runs `core.schedule`, then writes spec.clusters and the
+applied-placement annotation with one compare-and-swap, and the Scheduled condition,
+schedulerObservedGeneration and lastScheduledTime with a second (the store keeps spec and
+status apart, as the Kubernetes API does). A conflict means a newer version of the binding
+is on its way through the informer, which schedules it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from opentelemetry import trace
+from prometheus_client import Counter, Histogram
+
+from flotilla.api import registry
+from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
+from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import cluster_pb2, meta_pb2, work_pb2
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Controller, Result
+from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
+from flotilla.runtime.workqueue import WorkQueue
+from flotilla.scheduling import AffinityMatcher, ClusterInfo
+from flotilla.store import Conflict, NotFound, Store
+from flotilla.store.events import NORMAL, WARNING
+from flotilla.store.informer import EventType, Informer
+from services.scheduler import core
+from services.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
+from services.scheduler.events import EventSink
+from services.scheduler.framework import Framework
+from services.scheduler.need_schedule import (
+    APPLIED_PLACEMENT_ANNOTATION,
+    DEFAULT_SCHEDULER,
+    Trigger,
+    applied_placement,
+    handled_by,
+    need_schedule,
+)
+from services.scheduler.placement import is_workload
+
+log = logging.getLogger(__name__)
+
+SCHEDULED = "Scheduled"
+EVENT_SUCCEEDED = "ScheduleBindingSucceed"
+EVENT_FAILED = "ScheduleBindingFailed"
+
+ATTEMPTS = Counter("flotilla_scheduler_schedule_attempts_total", "Scheduling attempts by result", ["result"])
+E2E_DURATION = Histogram(
+    "flotilla_scheduler_e2e_scheduling_duration_seconds",
+    "From taking a binding off the queue to its result written",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+
+Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+BINDING_KINDS = (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    scheduler_name: str = DEFAULT_SCHEDULER
+    empty_workload_propagation: bool = False
+    # How soon a binding that could not be placed (capacity, spread) is tried again.
+    retry_after: float = 30.0
+    # How long a decision's new replicas are held against their clusters (see CapacityLedger).
+    reservation_ttl: float = 20.0
+    workers: int = 16
+
+
+def ledger_key(kind: str, key: str) -> str:
+    return f"{kind}/{key}"
+
+
+class ClusterView:
+    """The cluster informer as scheduling snapshots. Each Cluster is digested once per
+    version; a snapshot is rebuilt only after some cluster changed."""
+
+    def __init__(self, informer: Informer, clock: Clock, ledger: CapacityLedger) -> None:
+        self.informer = informer
+        self.clock = clock
+        self.ledger = ledger
+        self._digested: dict[str, tuple[str, ClusterInfo, ClusterCapacity]] = {}
+        self._snapshot: core.Snapshot | None = None
+        self._deleting: frozenset[str] = frozenset()
+
+    def changed(self) -> None:
+        self._snapshot = None
+
+    def snapshot(self) -> core.Snapshot:
+        if self._snapshot is None:
+            digested = {}
+            for cluster in self.informer.list():
+                name, version = cluster.metadata.name, cluster.metadata.resource_version
+                known = self._digested.get(name)
+                if known is None or known[0] != version:
+                    known = (version, ClusterInfo.from_cluster(cluster), ClusterCapacity.from_cluster(cluster))
+                digested[name] = known
+            self._digested = digested
+            names = sorted(digested)
+            self._snapshot = core.Snapshot(
+                clusters=tuple(digested[n][1] for n in names),
+                capacities={n: digested[n][2] for n in names},
+                now=self.clock.now(),
+                reservations=self.ledger,
+            )
+            self._deleting = frozenset(n for n in names if digested[n][1].deleting)
+        return replace(self._snapshot, now=self.clock.now())
+
+    @property
+    def deleting(self) -> frozenset[str]:
+        self.snapshot()
+        return self._deleting
+
+
+class BindingScheduler:
+    """The reconciler for one binding kind."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        kind: ResourceType,
+        bindings: Informer,
+        clusters: ClusterView,
+        framework: Framework,
+        ledger: CapacityLedger,
+        options: SchedulerOptions,
+        events: EventSink | None = None,
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.kind = kind
+        self.bindings = bindings
+        self.clusters = clusters
+        self.framework = framework
+        self.ledger = ledger
+        self.options = options
+        self.events = events
+        self.tracer = tracer or trace.get_tracer("flotilla.scheduler")
+        # key -> the generation this scheduler last placed the binding at. Its own spec write
+        # changes the generation too; that change needs no new decision, and the informer may
+        # deliver it before the status write that records the generation as observed.
+        self._settled: dict[str, int] = {}
+        # Keys re-enqueued because a cluster changed: decided again even when settled.
+        self._forced: set[str] = set()
+
+    def own_change(self, key: str, generation: int) -> bool:
+        """Whether `generation` is the one this scheduler's last result produced."""
+        return self._settled.get(key) == generation
+
+    def force(self, key: str) -> None:
+        self._forced.add(key)
+
+    async def reconcile(self, key: str) -> Result | None:
+        binding = self.bindings.get(key)
+        forced = key in self._forced
+        self._forced.discard(key)
+        if binding is None:
+            self.ledger.forget(ledger_key(self.kind.kind, key))
+            self._settled.pop(key, None)
+            return None
+        if binding.metadata.HasField("deletion_timestamp") or not handled_by(binding, self.options.scheduler_name):
+            return None
+        generation = binding.metadata.generation
+        trigger = need_schedule(binding, self.clusters.deleting)
+        if trigger is Trigger.ALWAYS and self.own_change(key, generation) and not forced:
+            return None
+        if trigger is None:
+            if binding.status.scheduler_observed_generation != generation and not self.own_change(key, generation):
+                await self._observe_generation(binding)
+                self._settled[key] = generation
+            return None
+        return await self._schedule(key, binding, trigger)
+
+    async def _schedule(self, key: str, binding: Binding, trigger: Trigger) -> Result | None:
+        started = time.perf_counter()
+        decision = core.schedule(binding, self.clusters.snapshot(), self.framework,
+                                 self.options.empty_workload_propagation)
+        identity = ledger_key(self.kind.kind, key)
+        before = {t.name: t.replicas for t in binding.spec.clusters}
+        previous_holds = None
+        if decision.ok and decision.clusters is not None:
+            # Held before the write is awaited, so decisions made meanwhile see it.
+            request = replica_request(binding.spec) if is_workload(binding.spec) else None
+            previous_holds = self.ledger.record(identity, before, dict(decision.clusters), request)
+        span = self._failover_span(binding, trigger)
+        try:
+            current = await self._write_result(binding, decision, span)
+        except (Conflict, NotFound):
+            # Never written: take the holds back and let the newer version be scheduled.
+            self._settled.pop(key, None)
+            if previous_holds is not None:
+                self.ledger.undo(identity, previous_holds)
+            if span is not None:
+                span.set_status(trace.StatusCode.ERROR, "binding changed while being scheduled")
+                span.end()
+            return None
+        if decision.ok:
+            self._settled[key] = current.metadata.generation
+        try:
+            await self._write_status(current, decision)
+        except NotFound:
+            return None
+        ATTEMPTS.labels(decision.outcome.value).inc()
+        E2E_DURATION.observe(time.perf_counter() - started)
+        self._log(binding, trigger, decision, span)
+        if span is not None:
+            if not decision.ok:
+                span.set_status(trace.StatusCode.ERROR, decision.message)
+            span.end()
+        if _news(binding, decision):
+            self._record_events(current, decision)
+        if decision.ok or decision.outcome is core.Outcome.NO_CLUSTER_FIT:
+            # Nothing fits: a change to a cluster or the binding brings it back, not time.
+            return None
+        return Result(requeue_after=self.options.retry_after)
+
+    def _failover_span(self, binding: Binding, trigger: Trigger) -> trace.Span | None:
+        """Continue the failover trace the evicting component stamped on the binding."""
+        parent = context_from(binding.metadata.annotations)
+        if parent is None or not binding.spec.graceful_eviction_tasks:
+            return None
+        return self.tracer.start_span(
+            "binding.reschedule",
+            context=parent,
+            attributes={
+                "flotilla.step": "reschedule",
+                "flotilla.binding": f"{self.kind.kind}/{_key(binding)}",
+                "flotilla.trigger": trigger.value,
+                "flotilla.evicted_from": ",".join(t.from_cluster for t in binding.spec.graceful_eviction_tasks),
+            },
+        )
+
+    async def _write_result(self, binding: Binding, decision: core.Decision, span: trace.Span | None) -> Binding:
+        """spec.clusters and the applied-placement annotation, in one compare-and-swap."""
+        if decision.clusters is None:
+            return binding
+        updated = type(binding)()
+        updated.CopyFrom(binding)
+        del updated.spec.clusters[:]
+        for name, replicas in decision.clusters:
+            updated.spec.clusters.add(name=name, replicas=replicas)
+        updated.metadata.annotations[APPLIED_PLACEMENT_ANNOTATION] = applied_placement(binding.spec.placement)
+        if span is not None:
+            span.set_attribute("flotilla.clusters", _targets_text(decision.clusters))
+            updated.metadata.annotations[TRACEPARENT_ANNOTATION] = traceparent(span)
+        return await self.store.update(updated, original=binding)
+
+    async def _write_status(self, current: Binding, decision: core.Decision) -> None:
+        now = self.clock.now()
+        # The generation the result was written at: a later one must be scheduled again.
+        generation = current.metadata.generation
+
+        def change(binding: Binding) -> bool:
+            status = binding.status
+            changed = set_condition(status.conditions, SCHEDULED, TRUE if decision.ok else FALSE,
+                                    decision.outcome.value, decision.message, now)
+            if decision.ok:
+                # Karmada records the generation read before its patch and lets the next pass catch
+                # up; recording the one written saves that pass and its write.
+                if status.scheduler_observed_generation != generation:
+                    status.scheduler_observed_generation = generation
+                    changed = True
+                seconds = int(now.timestamp())
+                if status.last_scheduled_time.seconds != seconds:
+                    status.last_scheduled_time.FromSeconds(seconds)
+                    changed = True
+            name = decision.affinity_name
+            if name is not None and status.scheduler_observing_affinity_name != name:
+                status.scheduler_observing_affinity_name = name
+                changed = True
+            return changed
+
+        # Edited on a copy: `current` stays the original the store compares against.
+        updated = type(current)()
+        updated.CopyFrom(current)
+        if not change(updated):
+            return
+        try:
+            await self.store.update_status(updated, original=current)
+        except Conflict:
+            # Someone else wrote in between (the eviction controller stamping a task, say): the
+            # result stands, so the condition goes on the fresh object.
+            await self.store.mutate(self.kind, current.metadata.namespace, current.metadata.name, change,
+                                    status=True)
+
+    async def _observe_generation(self, binding: Binding) -> None:
+        generation = binding.metadata.generation
+
+        def change(obj: Binding) -> bool:
+            if obj.metadata.generation != generation or obj.status.scheduler_observed_generation == generation:
+                return False
+            obj.status.scheduler_observed_generation = generation
+            return True
+
+        with contextlib.suppress(NotFound):
+            await self.store.mutate(self.kind, binding.metadata.namespace, binding.metadata.name, change, status=True)
+
+    def _log(self, binding: Binding, trigger: Trigger, decision: core.Decision, span: trace.Span | None) -> None:
+        # One entry per reason, naming its clusters: a large fleet stays one readable line.
+        reasons: dict[tuple[str, str], list[str]] = {}
+        for item in decision.unfit:
+            reasons.setdefault((item.plugin, item.reason), []).append(item.cluster)
+        unfit = "; ".join(f"{plugin}({reason})={','.join(clusters)}" for (plugin, reason), clusters in reasons.items())
+        trace_id = f" trace_id={span.get_span_context().trace_id:032x}" if span is not None else ""
+        clusters = _targets_text(decision.clusters, ",") if decision.clusters is not None else "unchanged"
+        log.info('event=schedule kind=%s binding=%s trigger=%s result=%s clusters=%s message="%s" unfit="%s"%s',
+                 self.kind.kind, _key(binding), trigger.value, decision.outcome.value, clusters, decision.message,
+                 unfit, trace_id)
+
+    def _record_events(self, binding: Binding, decision: core.Decision) -> None:
+        if self.events is None:
+            return
+        if decision.ok:
+            message = f"{decision.message} Result: {{{_targets_text(decision.clusters or [])}}}"
+            event_type, reason = NORMAL, EVENT_SUCCEEDED
+        else:
+            message, event_type, reason = decision.message, WARNING, EVENT_FAILED
+        self.events.emit(binding, event_type, reason, message)
+        self.events.emit(_template_ref(binding), event_type, reason, message)
+
+
+def _news(binding: Binding, decision: core.Decision) -> bool:
+    """Whether the decision tells a user something: new targets, or a new outcome. Repeating an
+    unchanged decision (Duplicated bindings are re-evaluated on every change) makes no Event."""
+    if decision.clusters is not None and [(t.name, t.replicas) for t in binding.spec.clusters] != decision.clusters:
+        return True
+    condition = get_condition(binding.status.conditions, SCHEDULED)
+    return condition is None or (condition.reason, condition.message) != (decision.outcome.value, decision.message)
+
+
+def _key(binding: Binding) -> str:
+    meta = binding.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _targets_text(targets: list[tuple[str, int]] | None, separator: str = ", ") -> str:
+    return separator.join(f"{name}:{replicas}" for name, replicas in targets or [])
+
+
+def _template_ref(binding: Binding) -> meta_pb2.Unstructured:
+    """Enough of the resource template to hang an Event on it."""
+    resource = binding.spec.resource
+    ref = meta_pb2.Unstructured(api_version=resource.api_version, kind=resource.kind)
+    ref.metadata.namespace, ref.metadata.name, ref.metadata.uid = resource.namespace, resource.name, resource.uid
+    return ref
+
+
+def affected_by(binding: Binding, cluster: ClusterInfo) -> bool:
+    """Whether a change to `cluster` may change the binding's placement (spec §8.1): its affinity
+    matches the cluster (or it has none), its clusterAffinities term is not settled yet, or it
+    runs on the cluster."""
+    if any(t.name == cluster.name for t in binding.spec.clusters):
+        return True
+    placement = binding.spec.placement
+    if placement.HasField("cluster_affinity"):
+        return AffinityMatcher.of(placement.cluster_affinity).matches(cluster)
+    if placement.cluster_affinities:
+        if binding.status.scheduler_observed_generation != binding.metadata.generation:
+            return True
+        observed = binding.status.scheduler_observing_affinity_name
+        term = next((t for t in placement.cluster_affinities if t.affinity_name == observed), None)
+        return term is None or AffinityMatcher.of(term).matches(cluster)
+    return True
+
+
+def _cluster_change_matters(cluster: cluster_pb2.Cluster, old: cluster_pb2.Cluster | None) -> bool:
+    if old is None:
+        return True
+    return (
+        cluster.metadata.HasField("deletion_timestamp") != old.metadata.HasField("deletion_timestamp")
+        or dict(cluster.metadata.labels) != dict(old.metadata.labels)
+        or cluster.metadata.generation != old.metadata.generation
+    )
+
+
+class SchedulerLoop:
+    """What the leader runs: informers over Clusters and both binding kinds, one controller per
+    kind, and the wiring that turns their changes into work."""
+
+    def __init__(self, store: Store, clock: Clock, framework: Framework, options: SchedulerOptions,
+                 events: EventSink | None = None, tracer: trace.Tracer | None = None) -> None:
+        self.store = store
+        self.options = options
+        self.events = events
+        self.ledger = CapacityLedger(clock, options.reservation_ttl)
+        self.cluster_informer = Informer(store, registry.CLUSTER)
+        self.view = ClusterView(self.cluster_informer, clock, self.ledger)
+        self.informers: dict[str, Informer] = {}
+        self.controllers: dict[str, Controller] = {}
+        self.reconcilers: dict[str, BindingScheduler] = {}
+        for kind in BINDING_KINDS:
+            informer = Informer(store, kind)
+            reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
+                                          events, tracer)
+            controller = Controller(f"scheduler-{kind.plural}", reconciler, WorkQueue(clock, kind.plural),
+                                    workers=options.workers, logger=log)
+            informer.add_handler(self._on_binding(controller, reconciler, kind))
+            self.reconcilers[kind.kind] = reconciler
+            self.informers[kind.kind] = informer
+            self.controllers[kind.kind] = controller
+        self.cluster_informer.add_handler(self._on_cluster)
+
+    def _on_binding(self, controller: Controller, reconciler: BindingScheduler, kind: ResourceType
+                    ) -> Callable[[EventType, Any, Any], None]:
+        def handle(event: EventType, binding: Binding, old: Binding | None) -> None:
+            key = _key(binding)
+            if event is EventType.DELETED:
+                self.ledger.forget(ledger_key(kind.kind, key))
+                controller.enqueue(key)
+            elif old is None or old.metadata.generation != binding.metadata.generation:
+                if not reconciler.own_change(key, binding.metadata.generation):
+                    controller.enqueue(key)
+
+        return handle
+
+    def _on_cluster(self, event: EventType, cluster: cluster_pb2.Cluster, old: cluster_pb2.Cluster | None) -> None:
+        self.view.changed()
+        if event is EventType.DELETED or not self.cluster_informer.synced:
+            return
+        if not _cluster_change_matters(cluster, old):
+            return
+        info = ClusterInfo.from_cluster(cluster)
+        for kind, informer in self.informers.items():
+            controller, reconciler = self.controllers[kind], self.reconcilers[kind]
+            for binding in informer.list():
+                if affected_by(binding, info):
+                    key = _key(binding)
+                    reconciler.force(key)
+                    controller.enqueue(key)
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        tasks = [asyncio.create_task(self.cluster_informer.run())]
+        tasks += [asyncio.create_task(i.run()) for i in self.informers.values()]
+        if self.events is not None:
+            tasks.append(asyncio.create_task(self.events.run()))
+        try:
+            await self.cluster_informer.wait_synced()
+            # Bindings are only scheduled against a complete view of the fleet.
+            await asyncio.gather(*(c.run() for c in self.controllers.values()))
+        finally:
+            for controller in self.controllers.values():
+                await controller.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,100 @@
+"""gRPC face of the scheduler: Explain (its decision for one binding now) and WhatIf
+(a capacity forecast for failing clusters). Both read the store and write nothing, so
+every replica serves them, leader or not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+
+from flotilla.api import registry
+from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
+from flotilla.runtime.clock import Clock
+from flotilla.store import Store
+from services.scheduler import core
+from services.scheduler.capacity import NoReservations, Reservations
+from services.scheduler.framework import Framework
+from services.scheduler.need_schedule import handled_by, need_schedule
+from services.scheduler.placement import is_workload
+from services.scheduler.reconciler import SchedulerOptions
+from services.scheduler.whatif import what_if
+
+KINDS = {rt.kind: rt for rt in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)}
+
+
+def decision_message(binding: core.Binding, decision: core.Decision, trigger: str = "",
+                     live: bool = False) -> scheduler_pb2.ScheduleDecision:
+    """The decision as the CLI shows it; `live` adds the binding's current spec.clusters."""
+    message = scheduler_pb2.ScheduleDecision(
+        error="" if decision.ok else decision.message,
+        reason=decision.outcome.value,
+        affinity_name=decision.affinity_name or "",
+        trigger=trigger,
+        workload=is_workload(binding.spec),
+    )
+    for name, replicas in decision.clusters if decision.clusters is not None else []:
+        message.clusters.add(name=name, replicas=replicas)
+    for unfit in sorted(decision.unfit):
+        message.filtered.add(cluster=unfit.cluster, plugin=unfit.plugin, reason=unfit.reason)
+    if live:
+        message.current.extend(binding.spec.clusters)
+    return message
+
+
+class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
+    def __init__(self, store: Store, clock: Clock, framework: Framework, options: SchedulerOptions,
+                 reservations: Callable[[], Reservations] = NoReservations) -> None:
+        self.store = store
+        self.clock = clock
+        self.framework = framework
+        self.options = options
+        # The leader's ledger while this replica leads: explain then answers what the loop would decide.
+        self.reservations = reservations
+
+    async def Explain(self, request: scheduler_pb2.ExplainRequest, context: grpc.aio.ServicerContext
+                      ) -> scheduler_pb2.ScheduleDecision:
+        rt = KINDS.get(request.kind)
+        if rt is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"kind must be one of {', '.join(KINDS)}, not {request.kind!r}")
+        binding = await self.store.try_get(rt, request.namespace, request.name)
+        if binding is None:
+            where = f"{request.namespace}/{request.name}" if rt.namespaced else request.name
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"{rt.kind} {where} not found")
+        clusters = (await self.store.list(registry.CLUSTER)).items
+        snapshot = core.Snapshot.of(clusters, self.clock.now(), self.reservations())
+        decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation)
+        if handled_by(binding, self.options.scheduler_name):
+            deleting = {c.name for c in snapshot.clusters if c.deleting}
+            trigger = need_schedule(binding, deleting)
+            trigger_text = trigger.value if trigger is not None else "None"
+        else:
+            trigger_text = "NotHandled"
+        return decision_message(binding, decision, trigger_text, live=True)
+
+    async def WhatIf(self, request: scheduler_pb2.WhatIfRequest, context: grpc.aio.ServicerContext
+                     ) -> scheduler_pb2.WhatIfReport:
+        clusters = (await self.store.list(registry.CLUSTER)).items
+        known = {c.metadata.name for c in clusters}
+        unknown = sorted(set(request.clusters) - known)
+        if not request.clusters or unknown:
+            problem = f"unknown cluster(s) {', '.join(unknown)}" if unknown else "name at least one cluster"
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        bindings = []
+        for rt in KINDS.values():
+            bindings.extend((await self.store.list(rt)).items)
+        result = what_if(bindings, clusters, list(request.clusters), self.framework, self.clock.now(),
+                         self.options.scheduler_name, self.options.empty_workload_propagation)
+        report = scheduler_pb2.WhatIfReport(failed_clusters=result.failed, unaffected=result.unaffected)
+        for forecast in result.forecasts:
+            meta, decision = forecast.binding.metadata, forecast.decision
+            item = report.bindings.add(kind=forecast.binding.kind, namespace=meta.namespace, name=meta.name,
+                                       error="" if decision.ok else decision.message,
+                                       reason=decision.outcome.value)
+            for name, replicas in forecast.before:
+                item.before.add(name=name, replicas=replicas)
+            if decision.ok:
+                for name, replicas in decision.clusters or []:
+                    item.after.add(name=name, replicas=replicas)
+        return report

@@ -1,0 +1,101 @@
+"""What if some clusters failed now (capacity planning before a failure happens).
+
+Every binding with replicas on a failed cluster is evicted from it as the taint manager
+would do once its tolerations ran out, then rescheduled with the very code the scheduler
+runs. The bindings are placed one after another, highest schedulePriority first, each
+decision holding its new replicas against the clusters it chose, exactly as during a real
+storm of reschedules: the forecast shows where capacity runs out, not just where each
+binding would go alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from flotilla.api.taints import (
+    EFFECT_NO_EXECUTE,
+    TAINT_CLUSTER_NOT_READY,
+    get_matching_tolerations,
+    min_toleration_seconds,
+)
+from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2
+from flotilla.runtime.clock import RealClock
+from services.scheduler import core
+from services.scheduler.capacity import CapacityLedger, replica_request
+from services.scheduler.framework import Framework
+from services.scheduler.need_schedule import handled_by
+from services.scheduler.placement import is_workload
+
+# The taint the taint manager puts on a cluster that stopped being Ready.
+FAILURE_TAINT = meta_pb2.Taint(key=TAINT_CLUSTER_NOT_READY, effect=EFFECT_NO_EXECUTE)
+EVICTION_REASON = "TaintUntolerated"
+EVICTION_PRODUCER = "TaintManager"
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    binding: core.Binding
+    before: list[tuple[str, int]]
+    decision: core.Decision
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    failed: list[str]
+    forecasts: list[Forecast]
+    unaffected: int
+
+
+def tolerates_forever(placement: policy_pb2.Placement) -> bool:
+    """A placement that tolerates a not-ready cluster forever is never evicted from it."""
+    tolerated, used = get_matching_tolerations([FAILURE_TAINT], list(placement.cluster_tolerations))
+    return tolerated and min_toleration_seconds(used) is None
+
+
+def evict(binding: core.Binding, failed: Sequence[str]) -> core.Binding:
+    """The binding as the taint manager leaves it: failed clusters moved from spec.clusters to
+    graceful eviction tasks (spec §7.1)."""
+    evicted = type(binding)()
+    evicted.CopyFrom(binding)
+    kept = [t for t in binding.spec.clusters if t.name not in failed]
+    gone = [t for t in binding.spec.clusters if t.name in failed]
+    del evicted.spec.clusters[:]
+    evicted.spec.clusters.extend(kept)
+    tasks = {task.from_cluster for task in evicted.spec.graceful_eviction_tasks}
+    for target in gone:
+        if target.name in tasks:
+            continue
+        task = evicted.spec.graceful_eviction_tasks.add(
+            from_cluster=target.name, reason=EVICTION_REASON, producer=EVICTION_PRODUCER)
+        if target.replicas > 0:
+            task.replicas = target.replicas
+    return evicted
+
+
+def what_if(bindings: Iterable[core.Binding], clusters: Iterable[cluster_pb2.Cluster], failed: Sequence[str],
+            framework: Framework, now: datetime, scheduler_name: str,
+            empty_workload_propagation: bool = False) -> WhatIf:
+    ledger = CapacityLedger(RealClock(), ttl=math.inf)
+    snapshot = core.Snapshot.of(clusters, now, ledger)
+    failed_set = set(failed)
+    forecasts: list[Forecast] = []
+    unaffected = 0
+    ordered = sorted(bindings, key=lambda b: (-b.spec.schedule_priority.priority, b.kind, b.metadata.namespace,
+                                              b.metadata.name))
+    for binding in ordered:
+        if (not handled_by(binding, scheduler_name)
+                or not any(t.name in failed_set for t in binding.spec.clusters)
+                or tolerates_forever(binding.spec.placement)):
+            unaffected += 1
+            continue
+        evicted = evict(binding, failed)
+        decision = core.schedule(evicted, snapshot, framework, empty_workload_propagation)
+        if decision.ok and decision.clusters is not None:
+            request = replica_request(binding.spec) if is_workload(binding.spec) else None
+            ledger.record(f"{binding.kind}/{binding.metadata.namespace}/{binding.metadata.name}",
+                          {t.name: t.replicas for t in evicted.spec.clusters}, dict(decision.clusters), request)
+        forecasts.append(Forecast(binding, [(t.name, t.replicas) for t in binding.spec.clusters], decision))
+    return WhatIf(sorted(failed_set), forecasts, unaffected)

@@ -1,0 +1,151 @@
+"""The scheduling loop in-process on a real etcd: ClusterResourceBindings take the same path as
+ResourceBindings, "nothing fits" clears the result, capacity shortfalls are retried, cluster
+changes bring Duplicated bindings to new clusters but leave Divided ones where they are."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from flotilla.api import codec, registry
+from flotilla.api.conditions import get_condition
+from flotilla.runtime.clock import RealClock
+from flotilla.store import Store
+from flotilla.store.embedded import EmbeddedEtcd
+from flotilla.store.events import EventRecorder
+from services.scheduler.events import EventSink
+from services.scheduler.framework import Framework
+from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from tests.integration.scheduler_support import Bindings, cluster, flotillactl, placed, scheduled, targets
+
+pytestmark = pytest.mark.integration
+
+CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p-1"}
+
+
+@pytest.fixture
+async def loop(store: Store) -> AsyncIterator[SchedulerLoop]:
+    events = EventSink(EventRecorder(store, "scheduler"), RealClock(), qps=1000)
+    scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
+                              SchedulerOptions(retry_after=0.2, workers=4), events)
+    task = asyncio.create_task(scheduler.run())
+    yield scheduler
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.fixture
+async def rbs(store: Store) -> AsyncIterator[Bindings]:
+    view = Bindings(store, registry.RESOURCE_BINDING)
+    task = asyncio.create_task(view.informer.run())
+    await view.informer.wait_synced()
+    yield view
+    task.cancel()
+
+
+def rb(name: str, placement: dict[str, Any], replicas: int = 2, cpu: str = "1") -> Any:
+    return codec.from_dict({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": f"{name}-deployment", "namespace": "default", "labels": CLAIMED},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": name},
+                 "replicas": replicas, "replicaRequirements": {"resourceRequest": {"cpu": cpu}},
+                 "placement": placement, "schedulerName": "default-scheduler"},
+    })
+
+
+async def test_cluster_resource_binding_and_its_events(store: Store, loop: SchedulerLoop) -> None:
+    await store.create(cluster("member1"))
+    await store.create(cluster("member2", env="dev"))
+    crbs = Bindings(store, registry.CLUSTER_RESOURCE_BINDING)
+    events = Bindings(store, registry.EVENT)
+    watching = [asyncio.create_task(view.informer.run()) for view in (crbs, events)]
+    try:
+        await crbs.informer.wait_synced()
+        await store.create(codec.from_dict({
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ClusterResourceBinding",
+            "metadata": {"name": "team-a-namespace",
+                         "labels": {"clusterpropagationpolicy.karmada.io/permanent-id": "c-1"}},
+            "spec": {"resource": {"apiVersion": "v1", "kind": "Namespace", "name": "team-a"},
+                     "placement": {"clusterAffinity": {"labelSelector": {"matchLabels": {"env": "prod"}}}}},
+        }))
+        await crbs.wait("team-a-namespace", placed(("member1", 0)))
+        # On the binding and on its resource template, as Karmada records them. (The loop may have
+        # seen the binding before its cluster view caught up: a failed attempt may come first.)
+        for kind, name in (("ClusterResourceBinding", "team-a-namespace"), ("Namespace", "team-a")):
+            event = await events.wait_any(lambda e, k=kind, n=name: (e.involved_object.kind, e.involved_object.name,
+                                                                     e.reason) == (k, n, "ScheduleBindingSucceed"))
+            assert (event.reason, event.message) == ("ScheduleBindingSucceed",
+                                                     "Binding has been scheduled successfully. Result: {member1:0}")
+    finally:
+        for task in watching:
+            task.cancel()
+
+
+async def test_nothing_fits_clears_the_result(store: Store, loop: SchedulerLoop, rbs: Bindings) -> None:
+    await store.create(cluster("member1"))
+    await store.create(rb("web", {"clusterAffinity": {"clusterNames": ["member1"]}}))
+    await rbs.wait("default/web-deployment", placed(("member1", 2)))
+
+    def retarget(obj: Any) -> bool:
+        obj.spec.placement.cluster_affinity.cluster_names[:] = ["member9"]
+        return True
+
+    await store.mutate(registry.RESOURCE_BINDING, "default", "web-deployment", retarget)
+    binding = await rbs.wait("default/web-deployment", scheduled("NoClusterFit"))
+    assert targets(binding) == []
+    condition = get_condition(binding.status.conditions, "Scheduled")
+    assert condition is not None and condition.status == "False"
+    assert condition.message == ("0/1 clusters are available: "
+                                 "1 cluster(s) did not match the placement cluster affinity constraint.")
+    # A failed schedule is not an observed one: nothing may treat the empty result as settled.
+    assert binding.status.scheduler_observed_generation < binding.metadata.generation
+
+
+async def test_capacity_shortfall_is_retried(store: Store, loop: SchedulerLoop, rbs: Bindings) -> None:
+    await store.create(cluster("member1", cpu="3"))
+    aggregated = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}
+    await store.create(rb("big", aggregated, replicas=4))
+    binding = await rbs.wait("default/big-deployment", scheduled("Unschedulable"))
+    assert targets(binding) == []
+    assert get_condition(binding.status.conditions, "Scheduled").message == (  # type: ignore[union-attr]
+        "Clusters available replicas 2 are not enough to schedule.")
+
+    # The room appears in a status update, which is no scheduling event: the retry finds it.
+    def grow(obj: Any) -> bool:
+        obj.status.resource_summary.allocatable["cpu"] = "8"
+        return True
+
+    await store.mutate(registry.CLUSTER, "", "member1", grow, status=True)
+    await rbs.wait("default/big-deployment", placed(("member1", 4)))
+
+
+async def test_cluster_changes_move_duplicated_bindings_only(store: Store, loop: SchedulerLoop,
+                                                             rbs: Bindings) -> None:
+    await store.create(cluster("member1"))
+    await store.create(cluster("member2", env="dev"))
+    prod = {"labelSelector": {"matchLabels": {"env": "prod"}}}
+    duplicated = {"replicaSchedulingType": "Duplicated"}
+    await store.create(rb("dup", {"clusterAffinity": prod, "replicaScheduling": duplicated}))
+    weighted = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}
+    await store.create(rb("div", {"clusterAffinity": prod, "replicaScheduling": weighted}))
+    await rbs.wait("default/dup-deployment", placed(("member1", 2)))
+    divided = await rbs.wait("default/div-deployment", placed(("member1", 2)))
+
+    def promote(obj: Any) -> bool:
+        obj.metadata.labels["env"] = "prod"
+        return True
+
+    await store.mutate(registry.CLUSTER, "", "member2", promote)
+    await rbs.wait("default/dup-deployment", placed(("member1", 2), ("member2", 2)))
+    # Divided workloads do not move because a cluster appeared (spec §8.1).
+    assert targets(rbs.informer.get("default/div-deployment")) == [("member1", 2)]
+    assert rbs.informer.get("default/div-deployment").metadata.generation == divided.metadata.generation
+
+
+async def test_explain_needs_a_running_scheduler(clean_etcd: EmbeddedEtcd, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _, err = await flotillactl(clean_etcd.endpoint, monkeypatch, "explain", "rb", "web-deployment")
+    assert code == 1
+    assert err.startswith("error: no scheduler service is registered in etcd")

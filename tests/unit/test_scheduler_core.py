@@ -1,0 +1,108 @@
+"""core.schedule beyond the case files: clusterAffinities fallback rules, overflow terms,
+empty-workload propagation, eviction history, and what no cluster at all means."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flotilla.api import codec
+from services.scheduler import core
+from services.scheduler.framework import Framework
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+FRAMEWORK = Framework.build("*", installed={})
+DYNAMIC = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+           "weightPreference": {"dynamicWeight": "AvailableReplicas"}}
+
+
+def cluster(name: str, cpu: str = "10", deleting: bool = False, **labels: str) -> Any:
+    data: dict[str, Any] = {
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"apiEnablements": [{"groupVersion": "apps/v1",
+                                       "resources": [{"name": "deployments", "kind": "Deployment"}]}],
+                   "resourceSummary": {"allocatable": {"cpu": cpu, "pods": "110"}}},
+    }
+    if deleting:
+        data["metadata"]["deletionTimestamp"] = "2026-06-01T11:00:00Z"
+    return codec.from_dict(data)
+
+
+def binding(placement: dict[str, Any], replicas: int = 6, status: dict[str, Any] | None = None,
+            **spec: Any) -> Any:
+    return codec.from_dict({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": "web-deployment", "namespace": "default"},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "web"},
+                 "replicas": replicas, "replicaRequirements": {"resourceRequest": {"cpu": "1"}},
+                 "placement": placement, **spec},
+        "status": status or {},
+    })
+
+
+def schedule(obj: Any, *clusters: Any, **options: Any) -> core.Decision:
+    return core.schedule(obj, core.Snapshot.of(clusters, NOW), FRAMEWORK, **options)
+
+
+TERMS = [{"affinityName": "small", "labelSelector": {"matchLabels": {"size": "small"}}},
+         {"affinityName": "big", "labelSelector": {"matchLabels": {"size": "big"}}}]
+
+
+def test_next_term_when_the_first_cannot_hold_the_replicas() -> None:
+    decision = schedule(binding({"clusterAffinities": TERMS, "replicaScheduling": DYNAMIC}),
+                        cluster("s1", "2", size="small"), cluster("b1", "20", size="big"))
+    assert (decision.outcome, decision.clusters, decision.affinity_name) == (core.Outcome.SUCCESS, [("b1", 6)], "big")
+    assert [(a.affinity_name, a.outcome) for a in decision.attempts] == [("small", core.Outcome.UNSCHEDULABLE)]
+
+
+def test_every_term_failing_keeps_the_result_unless_nothing_fits() -> None:
+    obj = binding({"clusterAffinities": TERMS, "replicaScheduling": DYNAMIC}, replicas=50)
+    decision = schedule(obj, cluster("s1", "2", size="small"), cluster("b1", "20", size="big"))
+    # The first failure was "not enough room", not "nothing fits": spec.clusters stays.
+    assert (decision.outcome, decision.clusters, decision.affinity_name) == (core.Outcome.UNSCHEDULABLE, None, None)
+    assert len(decision.attempts) == 2
+
+
+def test_terms_are_not_revisited_upwards_unless_rescheduled() -> None:
+    settled = {"schedulerObservingAffinityName": "big", "lastScheduledTime": "2026-06-01T10:00:00Z"}
+    placement = {"clusterAffinities": TERMS, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    clusters = (cluster("s1", size="small"), cluster("b1", size="big"))
+    assert schedule(binding(placement, status=settled), *clusters).affinity_name == "big"
+    rescheduled = binding(placement, status=settled, rescheduleTriggeredAt="2026-06-01T11:00:00Z")
+    assert schedule(rescheduled, *clusters).affinity_name == "small"
+
+
+def test_overflow_terms_take_what_the_primary_cannot_hold() -> None:
+    term = {"affinityName": "primary", "clusterNames": ["p1"],
+            "overflowAffinities": [{"affinityName": "burst", "clusterNames": ["o1"]}]}
+    decision = schedule(binding({"clusterAffinities": [term], "replicaScheduling": DYNAMIC}),
+                        cluster("p1", "4"), cluster("o1", "10"), cluster("x1", "100"))
+    assert decision.clusters == [("p1", 4), ("o1", 2)]
+    assert [(u.cluster, u.plugin) for u in decision.unfit] == [("x1", "ClusterAffinity")]
+
+
+def test_empty_workload_propagation_keeps_clusters_with_zero_replicas() -> None:
+    weights = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+               "weightPreference": {"staticWeightList": [{"targetCluster": {"clusterNames": ["a"]}, "weight": 1}]}}
+    obj = binding({"replicaScheduling": weights}, replicas=2)
+    assert schedule(obj, cluster("a"), cluster("b")).clusters == [("a", 2)]
+    assert schedule(obj, cluster("a"), cluster("b"), empty_workload_propagation=True).clusters == [("a", 2), ("b", 0)]
+
+
+def test_eviction_history_blocks_for_block_predecessor_seconds() -> None:
+    def evicted(seconds_ago: int) -> Any:
+        when = (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return binding({}, failover={"application": {"blockPredecessorSeconds": 60}},
+                       activeEvictionHistory=[{"clusterName": "a", "creationTimestamp": when}])
+
+    assert schedule(evicted(59), cluster("a"), cluster("b")).clusters == [("b", 6)]
+    assert schedule(evicted(61), cluster("a"), cluster("b")).clusters == [("a", 6), ("b", 6)]
+
+
+def test_deleting_clusters_are_not_candidates() -> None:
+    decision = schedule(binding({}), cluster("a", deleting=True), cluster("b"))
+    assert decision.clusters == [("b", 6)] and decision.unfit == []
+    decision = schedule(binding({}), cluster("a", deleting=True))
+    assert (decision.outcome, decision.message, decision.clusters) == (
+        core.Outcome.SCHEDULER_ERROR, "no clusters available to schedule", None)
