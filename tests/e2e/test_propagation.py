@@ -89,3 +89,55 @@ def test_seed_deployment_is_divided_one_to_two_and_ready(plane: dict[str, str]) 
                                                                           ("member2", "Healthy")]
 
     assert eventually(healthy, what="aggregatedStatus Healthy on both")
+
+
+PULL_APP = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pulled
+  namespace: default
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: pulled
+  template:
+    metadata:
+      labels:
+        app: pulled
+    spec:
+      containers:
+        - name: app
+          image: nginx
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: pulled
+  namespace: default
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: pulled
+  placement:
+    clusterAffinity:
+      clusterNames:
+        - member3
+"""
+
+
+def test_pull_cluster_gets_its_work_through_its_agent(plane: dict[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "pulled.yaml"
+    path.write_text(PULL_APP)
+    applied = ctl(plane, "apply", "-f", str(path))
+    assert applied.returncode == 0, applied.stderr
+
+    def in_member3() -> int:
+        result = ctl(plane, "member", "get", "deployments", "--clusters", "member3", "-o", "json")
+        items = json.loads(result.stdout)["items"] if result.returncode == 0 else []
+        return next((i.get("status", {}).get("readyReplicas", 0) for i in items
+                     if i["metadata"]["name"] == "pulled"), 0)
+
+    assert eventually(lambda: in_member3() == 2, what="the Pull cluster's agent applying its Work")
