@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from flotilla.interpreter.health import HealthInterpreter
-
 from flotilla.api import registry
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2
+from flotilla.interpreter.health import HealthInterpreter
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.workqueue import WorkQueue
