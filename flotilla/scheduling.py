@@ -39,6 +39,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
+from flotilla.api.selectors import compile_label_selector, label_selector_matches, requirement_matches, zones_match
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 
 __all__ = [
@@ -181,7 +182,7 @@ class AffinityMatcher:
         self._last: tuple[Sequence[ClusterInfo], Sequence[ClusterInfo]] | None = None
         self._exclude = frozenset(term.exclude)
         self._names = frozenset(term.cluster_names)
-        self._labels = _compile_selector(term.label_selector) if term.HasField("label_selector") else None
+        self._labels = compile_label_selector(term.label_selector) if term.HasField("label_selector") else None
         self._fields: list[tuple[str, str, frozenset[str]]] = []
         self._zones: list[tuple[str, frozenset[str]]] = []
         if term.HasField("field_selector"):
@@ -217,13 +218,13 @@ class AffinityMatcher:
         if self._labels is not None and not self._labels(cluster.labels):
             return False
         for operator, values in self._zones:
-            if not _zones_match(operator, values, cluster.zones):
+            if not zones_match(operator, values, cluster.zones):
                 return False
         if self._fields:
             fields = {"provider": cluster.provider, "region": cluster.region}
             present = {k: v for k, v in fields.items() if v}
             for key, operator, values in self._fields:
-                if not _requirement_matches(key, operator, values, present):
+                if not requirement_matches(key, operator, values, present):
                     return False
         return not self._names or name in self._names
 
@@ -233,49 +234,6 @@ def _matcher(kind: type[AnyAffinity], serialized: bytes) -> AffinityMatcher:
     term = kind()
     term.ParseFromString(serialized)
     return AffinityMatcher(term)
-
-
-def _zones_match(operator: str, values: frozenset[str], zones: tuple[str, ...]) -> bool:
-    if operator == "In":
-        return bool(zones) and all(zone in values for zone in zones)
-    if operator == "NotIn":
-        return not any(zone in values for zone in zones)
-    if operator == "Exists":
-        return bool(zones)
-    if operator == "DoesNotExist":
-        return not zones
-    return False
-
-
-def _requirement_matches(key: str, operator: str, values: frozenset[str], labels: Mapping[str, str]) -> bool:
-    # Kubernetes refuses a selector with a malformed requirement; refusing to match is the same.
-    if operator == "In":
-        return bool(values) and labels.get(key) in values
-    if operator == "NotIn":
-        return bool(values) and labels.get(key) not in values
-    if operator == "Exists":
-        return not values and key in labels
-    if operator == "DoesNotExist":
-        return not values and key not in labels
-    return False
-
-
-def _compile_selector(selector: meta_pb2.LabelSelector) -> Callable[[Mapping[str, str]], bool]:
-    required = dict(selector.match_labels)
-    requirements = [(r.key, r.operator, frozenset(r.values)) for r in selector.match_expressions]
-
-    def matches(labels: Mapping[str, str]) -> bool:
-        for key, value in required.items():
-            if labels.get(key) != value:
-                return False
-        return all(_requirement_matches(k, op, values, labels) for k, op, values in requirements)
-
-    return matches
-
-
-def label_selector_matches(selector: meta_pb2.LabelSelector, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector semantics; an empty selector matches everything."""
-    return _compile_selector(selector)(labels)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

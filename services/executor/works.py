@@ -15,12 +15,12 @@
 from __future__ import annotations
 
 import copy
-import heapq
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flotilla.api import codec, keys, registry
 from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.apportionment import webster
 from flotilla.binding_builder import template_content
 from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION
 
@@ -136,21 +136,6 @@ def is_divided(spec: work_pb2.ResourceBindingSpec) -> bool:
         placement.replica_scheduling.replica_scheduling_type in ("", DIVIDED))
 
 
-def webster(seats: int, votes: Mapping[str, int], uid: str = "") -> dict[str, int]:
-    """Webster / Sainte-Laguë apportionment with Karmada's tie-break: fewer seats first, then
-    names ascending — descending when FNV-32a of the template UID is odd."""
-    names = sorted(votes)
-    descending = bool(uid) and keys.fnv32a(uid.encode()) % 2 == 1
-    heap = [(-float(votes[n]), 0, -i if descending else i, n) for i, n in enumerate(names)]
-    heapq.heapify(heap)
-    held = dict.fromkeys(names, 0)
-    for _ in range(max(seats, 0) if heap else 0):
-        _, count, order, name = heapq.heappop(heap)
-        held[name] = count + 1
-        heapq.heappush(heap, (-votes[name] / (2 * held[name] + 1), held[name], order, name))
-    return held
-
-
 def job_completions(template: meta_pb2.Unstructured, spec: work_pb2.ResourceBindingSpec,
                     targets: list[tuple[str, int]]) -> dict[str, int]:
     """A Divided Job's completions per cluster, weighted by the clusters' replicas."""
@@ -159,7 +144,7 @@ def job_completions(template: meta_pb2.Unstructured, spec: work_pb2.ResourceBind
     completions = (template_content(template).get("spec") or {}).get("completions")
     if not isinstance(completions, int) or isinstance(completions, bool):
         return {}
-    return webster(completions, dict(targets), template.metadata.uid)
+    return dict(webster(completions, dict(targets), uid=template.metadata.uid))
 
 
 def conflict_resolution(template: meta_pb2.Unstructured, spec: work_pb2.ResourceBindingSpec) -> str:

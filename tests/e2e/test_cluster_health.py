@@ -24,6 +24,7 @@ from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import list_endpoints
 from flotilla.store.informer import Informer
 from tests.conftest import ROOT, CtlResult, start_service, stop_service
+from tests.watching import Watch
 
 pytestmark = pytest.mark.usefixtures("webhook")
 
@@ -41,17 +42,11 @@ MONITOR = [
 ]
 
 
-class Clusters:
-    """A live view of the Cluster objects, to await conditions instead of sleeping."""
+class Clusters(Watch):
+    """A live view of the Cluster objects."""
 
     def __init__(self, store: Store) -> None:
-        self.informer = Informer(store, registry.CLUSTER)
-        self.changed = asyncio.Condition()
-        self.informer.add_handler(self._notify)
-
-    async def _notify(self, *_: object) -> None:
-        async with self.changed:
-            self.changed.notify_all()
+        super().__init__(Informer(store, registry.CLUSTER))
 
     def ready(self, name: str) -> tuple[str, str] | None:
         cluster = self.informer.get(name)
@@ -59,11 +54,7 @@ class Clusters:
         return (condition.status, condition.reason) if condition else None
 
     async def wait(self, predicate: Callable[[], bool], timeout: float, since: float | None = None) -> float:
-        """Seconds from `since` (default: now) until the predicate holds."""
-        start = time.monotonic() if since is None else since
-        async with asyncio.timeout(timeout), self.changed:
-            await self.changed.wait_for(predicate)
-        return time.monotonic() - start
+        return await self.until(predicate, timeout, since)
 
 
 @pytest.fixture

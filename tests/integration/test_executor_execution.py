@@ -23,6 +23,7 @@ from services.executor.execution_manager import ExecutionManager
 from sim import SimServer
 from tests.factories import EXAMPLE_FILES
 from tests.sim_fixtures import StartSim
+from tests.watching import Watch
 
 
 def deployment(replicas: int) -> dict:
@@ -63,21 +64,6 @@ async def create_work(store: Store, cluster: str, manifest: dict) -> work_pb2.Wo
     return await store.create(work)
 
 
-class Works:
-    def __init__(self, informer: Informer) -> None:
-        self.informer = informer
-        self.changed = asyncio.Condition()
-        informer.add_handler(self._notify)
-
-    async def _notify(self, *_: object) -> None:
-        async with self.changed:
-            self.changed.notify_all()
-
-    async def until(self, predicate: Callable[[], bool], timeout: float = 15) -> None:
-        async with asyncio.timeout(timeout), self.changed:
-            await self.changed.wait_for(predicate)
-
-
 @contextlib.asynccontextmanager
 async def executing(store: Store) -> AsyncIterator[ExecutionManager]:
     clients = MemberClients(store, timeout=1.0)
@@ -109,7 +95,7 @@ async def test_work_applied_collected_and_deleted_only_when_reachable(
     work = await create_work(store, "member1", deployment(2))
     key = f"{work.metadata.namespace}/{work.metadata.name}"
     async with executing(store) as manager:
-        watch = Works(manager.works)
+        watch = Watch(manager.works)
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 2))
         applied = get_condition(manager.works.get(key).status.conditions, "Applied")
         assert (applied.status, applied.reason) == ("True", "AppliedSuccessful")
@@ -148,7 +134,7 @@ async def test_object_removed_in_the_member_is_applied_again(
     work = await create_work(store, "member1", deployment(1))
     key = f"{work.metadata.namespace}/{work.metadata.name}"
     async with executing(store) as manager:
-        watch = Works(manager.works)
+        watch = Watch(manager.works)
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1))
         await member.delete("apps/v1", "Deployment", "default", "nginx")
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1)

@@ -24,25 +24,9 @@ from services.taint_manager.protection import EvictionProtection, ProtectionConf
 from tests.conftest import CtlResult
 from tests.factories import make_cluster
 from tests.integration.test_taint_manager_eviction import make_binding, ready_cluster
+from tests.watching import Watch
 
 NOT_READY = "cluster.karmada.io/not-ready"
-
-
-class Watch:
-    """Await a condition on the informer's view instead of sleeping."""
-
-    def __init__(self, informer: Informer) -> None:
-        self.informer = informer
-        self.changed = asyncio.Condition()
-        informer.add_handler(self._notify)
-
-    async def _notify(self, *_: object) -> None:
-        async with self.changed:
-            self.changed.notify_all()
-
-    async def until(self, predicate: Callable[[], bool], timeout: float = 10) -> None:
-        async with asyncio.timeout(timeout), self.changed:
-            await self.changed.wait_for(predicate)
 
 
 @contextlib.asynccontextmanager

@@ -10,6 +10,7 @@ import pytest
 
 from flotilla.api import codec, keys
 from flotilla.api.v1 import work_pb2
+from flotilla.apportionment import webster
 from services.executor import works
 
 ODD_UID = "d43fdeeb-d750-4e2b-bee3-64eb94534f4c"
@@ -105,7 +106,7 @@ def test_injected_labels(binding_spec: work_pb2.ResourceBindingSpec, cluster: st
     (4, {}, "", {}),
 ])
 def test_webster(seats: int, votes: dict[str, int], uid: str, expected: dict[str, int]) -> None:
-    assert works.webster(seats, votes, uid) == expected
+    assert dict(webster(seats, votes, uid=uid)) == expected
 
 
 def template(api_version: str, kind: str, spec_: dict[str, Any], **extra: Any) -> Any:

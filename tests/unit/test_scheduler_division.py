@@ -6,14 +6,13 @@ import re
 
 import pytest
 
+from flotilla.apportionment import names_descending, webster
 from services.scheduler.division import (
     Unschedulable,
     duplicated,
     dynamic,
     merge,
-    names_descending,
     static_weight,
-    webster,
 )
 
 ODD_UID = "d43fdeeb-d750-4e2b-bee3-64eb94534f4c"
