@@ -1,40 +1,53 @@
 #!/usr/bin/env bash
-# The demo so far: three simulated member clusters joined (member3 in Pull mode),
-# one goes down, Flotilla notices and taints it, it recovers and the taints go.
+# The demo so far: three simulated member clusters (member3 in Pull mode), the seed nginx
+# Deployment split 1:2 over member1 and member2; member1 goes down, Flotilla detects it,
+# taints it, evicts the workload and reschedules it onto member2.
 set -euo pipefail
 data_dir="${FLOTILLA_DEMO_DIR:-./.flotilla-demo}"
+examples="${FLOTILLA_EXAMPLES:-../shared/examples}"
 rm -rf "$data_dir"
 trap 'flotilla down --data-dir "$data_dir" >/dev/null 2>&1 || true' EXIT
 
 say() { printf '\n[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
-# Wait (up to $2 seconds) until `flotillactl get clusters $1` shows READY $3.
-wait_ready() {
-  local deadline=$((SECONDS + $2))
-  until flotillactl get clusters "$1" --no-headers 2>/dev/null | awk '{print $4}' | grep -qx "$3"; do
-    if ((SECONDS > deadline)); then echo "timed out waiting for $1 READY=$3" >&2; return 1; fi
+# until SECONDS_MAX DESCRIPTION COMMAND...: re-run COMMAND until it succeeds.
+until_true() {
+  local deadline=$((SECONDS + $1)) what=$2
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS > deadline)); then echo "timed out waiting for $what" >&2; return 1; fi
     sleep 0.5
   done
 }
+cluster_ready() { flotillactl get clusters "$1" --no-headers | awk '{print $4}' | grep -qx "$2"; }
+placed() { flotillactl get rb nginx-deployment -o wide --no-headers | awk '{print $5}' | grep -qx "$1"; }
+ready_in() { flotillactl member get deployments --clusters "$1" --no-headers 2>/dev/null | awk '{print $3}' | grep -qx "$2"; }
 
 say "Starting etcd, the services and three simulated member clusters (demo timings)"
 export_line=$(flotilla up --detach --sim-clusters 3 --profile demo --data-dir "$data_dir")
 echo "$export_line"
 eval "$export_line"
 flotillactl status
-for name in member1 member2 member3; do wait_ready "$name" 30 True; done
+for name in member1 member2 member3; do until_true 30 "$name Ready" cluster_ready "$name" True; done
 flotillactl get clusters
+
+say "Applying the nginx Deployment (3 replicas) and its PropagationPolicy (member1:1, member2:2)"
+flotillactl apply -f "$examples/nginx-divided.yaml"
+until_true 60 "nginx placed 1:2" placed member1:1,member2:2
+until_true 60 "nginx ready in member2" ready_in member2 2/2
+flotillactl get rb -o wide
+flotillactl member get deployments
 
 say "member1 goes down"
 flotilla sim fault member1 down
-wait_ready member1 30 False
-flotillactl get clusters
+until_true 30 "member1 NotReady" cluster_ready member1 False
+flotillactl get clusters member1 -o wide
+say "member1 is tainted; once the NoExecute taint outlasts the 5s toleration, nginx is evicted and rescheduled"
+until_true 60 "nginx rescheduled to member2" placed member2:3
+flotillactl get rb -o wide
+until_true 60 "3 replicas ready in member2" ready_in member2 3/3
+flotillactl member get deployments --clusters member2
 flotillactl describe clusters member1 | sed -n '/^Conditions:/,$p'
-
-say "member1 recovers"
-flotilla sim fault member1 recover
-wait_ready member1 30 True
-flotillactl get clusters -o wide
 
 say "Stopping"
 flotilla down --data-dir "$data_dir"

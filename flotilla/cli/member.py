@@ -87,7 +87,8 @@ async def cmd_member_get(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps({"items": [{**obj, "cluster": c} for c, obj in rows]}, indent=4))
     elif rows:
-        print(render_member_table(rt, rows, datetime.now(UTC), bool(args.all_namespaces)))
+        text = render_member_table(rt, rows, datetime.now(UTC), bool(args.all_namespaces))
+        print(text.partition("\n")[2] if args.no_headers else text)
     elif not failed:
         print(printers.no_resources(namespace), file=sys.stderr)
     return 1 if failed else 0
@@ -102,4 +103,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("-A", "--all-namespaces", action="store_true")
     g.add_argument("--clusters", default="", help="only these clusters: a,b")
     g.add_argument("-o", "--output", choices=["json"], default=None)
+    g.add_argument("--no-headers", action="store_true", help="the table without its header line")
     g.set_defaults(run=cmd_member_get)
