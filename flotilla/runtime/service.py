@@ -201,9 +201,13 @@ class Runner:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-            if work.done() and not work.cancelled() and work.exception() is not None:
+            failed = work.done() and not work.cancelled() and work.exception() is not None
+            if failed:
                 log.error("event=leader-work-failed error=%s", work.exception())
             await elector.resign()
+            if failed:
+                # Let a standby lead, and do not spin if the failure repeats at once.
+                await asyncio.sleep(1.0)
 
 
 def _reachable(host: str) -> str:
