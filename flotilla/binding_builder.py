@@ -34,7 +34,6 @@ from flotilla.api import codec, keys, registry
 from flotilla.api.v1 import core_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.member.quantity import Format, format_quantity
 from flotilla.member.summary import pod_requests
-from flotilla.scheduling import label_selector_matches
 
 Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
 Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
@@ -129,27 +128,6 @@ def resource_request(pod_spec: Mapping[str, Any]) -> dict[str, str]:
         else:
             result[name] = format_quantity(amount, Format.DECIMAL_SI)
     return result
-
-
-def selects(policy: Policy, template: meta_pb2.Unstructured) -> bool:
-    """Whether one of the policy's resourceSelectors picks the template (Karmada's
-    ResourceMatches: apiVersion, kind and namespace must match; a name wins over a label
-    selector; neither matches every object of the kind)."""
-    meta = template.metadata
-    if isinstance(policy, policy_pb2.PropagationPolicy) and meta.namespace != policy.metadata.namespace:
-        return False
-    for selector in policy.spec.resource_selectors:
-        if selector.api_version != template.api_version or selector.kind != template.kind:
-            continue
-        if selector.namespace and selector.namespace != meta.namespace:
-            continue
-        if selector.name:
-            if selector.name == meta.name:
-                return True
-            continue
-        if not selector.HasField("label_selector") or label_selector_matches(selector.label_selector, meta.labels):
-            return True
-    return False
 
 
 def build_binding(template: meta_pb2.Unstructured, policy: Policy) -> Binding:

@@ -24,10 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 
 from flotilla.api import keys
-from flotilla.api.selectors import label_selector_matches
 from flotilla.api.v1 import meta_pb2, policy_pb2
 from flotilla.binding_builder import (
     CPP_NAME_ANNOTATION,
@@ -36,6 +34,7 @@ from flotilla.binding_builder import (
     PP_NAMESPACE_ANNOTATION,
     PP_PERMANENT_ID_LABEL,
 )
+from flotilla.resource_selection import Match, policy_match
 
 Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
 
@@ -47,15 +46,6 @@ DEFAULT_SKIPPED_NAMESPACES: tuple[str, ...] = ("kube-.*",)
 
 CLAIM_LABELS = (PP_PERMANENT_ID_LABEL, CPP_PERMANENT_ID_LABEL)
 CLAIM_ANNOTATIONS = (PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION, CPP_NAME_ANNOTATION)
-
-
-class Match(IntEnum):
-    """Karmada's implicit priority: how specifically a selector picks a template."""
-
-    NONE = 0
-    ALL = 1
-    LABEL_SELECTOR = 2
-    NAME = 3
 
 
 @dataclass(frozen=True)
@@ -107,29 +97,6 @@ def is_claimed_by(claim: Claim, policy: Policy) -> bool:
     meta = policy.metadata
     return (claim.kind == _kind_of(policy) and claim.namespace == meta.namespace and claim.name == meta.name
             and claim.permanent_id == permanent_id(policy))
-
-
-def selector_match(selector: policy_pb2.ResourceSelector, template: meta_pb2.Unstructured) -> Match:
-    meta = template.metadata
-    if selector.api_version != template.api_version or selector.kind != template.kind:
-        return Match.NONE
-    if selector.namespace and selector.namespace != meta.namespace:
-        return Match.NONE
-    if selector.name:
-        return Match.NAME if selector.name == meta.name else Match.NONE
-    if not selector.HasField("label_selector"):
-        return Match.ALL
-    return Match.LABEL_SELECTOR if label_selector_matches(selector.label_selector, meta.labels) else Match.NONE
-
-
-def policy_match(policy: Policy, template: meta_pb2.Unstructured) -> Match:
-    """The best match among the policy's selectors; NONE for a deleting policy, and for a PP
-    looking at another namespace."""
-    if policy.metadata.HasField("deletion_timestamp"):
-        return Match.NONE
-    if _kind_of(policy) == "PropagationPolicy" and policy.metadata.namespace != template.metadata.namespace:
-        return Match.NONE
-    return max((selector_match(s, template) for s in policy.spec.resource_selectors), default=Match.NONE)
 
 
 def best_policy(policies: Iterable[Policy], template: meta_pb2.Unstructured) -> Policy | None:

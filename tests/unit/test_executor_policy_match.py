@@ -7,14 +7,12 @@ from typing import Any
 import pytest
 
 from flotilla.api import codec
+from flotilla.resource_selection import Match, policy_match, selector_match
 from services.executor.policy_match import (
     Claim,
-    Match,
     choose_policy,
     claim_of,
     namespace_skipped,
-    policy_match,
-    selector_match,
 )
 
 

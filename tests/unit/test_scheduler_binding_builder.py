@@ -12,8 +12,8 @@ from flotilla.binding_builder import (
     build_binding,
     replicas_and_requirements,
     resource_request,
-    selects,
 )
+from flotilla.resource_selection import selects
 
 
 def template(kind: str, spec: dict[str, Any] | None = None, api_version: str = "apps/v1",
