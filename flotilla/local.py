@@ -107,13 +107,16 @@ class LocalControlPlane:
         assert self.etcd is not None
         return self.etcd.endpoint
 
-    def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    def ensure_not_running(self) -> None:
         previous = RunState.load(self.data_dir)
         if previous and any(_pid_alive(p) for p in [previous.etcd_pid, *previous.services.values()] if p):
             raise UpError(
                 f"already running from {self.data_dir} (run `flotilla down --data-dir {self.data_dir}` first)"
             )
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        previous = RunState.load(self.data_dir)
         if not self.external_etcd:
             port = self.etcd_port or (DEFAULT_ETCD_PORT if port_is_free(DEFAULT_ETCD_PORT) else free_port())
             if not port_is_free(port):
@@ -219,6 +222,9 @@ def down(data_dir: Path) -> int:
 def up(args: argparse.Namespace) -> int:
     plane = LocalControlPlane(Path(args.data_dir), args.etcd_endpoints, args.etcd_port, args.detach,
                               extra_env=PROFILES[args.profile], sim_clusters=args.sim_clusters)
+    # Before anything is started, and outside the clean-up below: a plane already running
+    # from this directory is not ours to stop.
+    plane.ensure_not_running()
     try:
         plane.start()
         plane.wait_serving()

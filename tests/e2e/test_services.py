@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -77,12 +78,25 @@ def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
         clusters = run_cli(str(BIN / "flotillactl"), "get", "clusters", "--no-headers", env=env)
         assert [line.split()[:3:2] for line in clusters.stdout.splitlines()] == [
             ["member1", "Push"], ["member2", "Push"], ["member3", "Pull"]]
+        started = json.loads((data_dir / "run.json").read_text())
+        pids = [started["etcd_pid"], *started["services"].values()]
         again = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir))
         assert again.returncode == 1 and "already running" in again.stderr
+        # The refused second `up` leaves the running plane alone.
+        assert (data_dir / "run.json").exists()
     finally:
         down = run_cli(str(BIN / "flotilla"), "down", "--data-dir", str(data_dir))
     assert down.returncode == 0, down.stderr
     assert not (data_dir / "run.json").exists()
+    assert not [pid for pid in pids if _alive(pid)], "down stops every process up started"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_status_names_the_unreachable_etcd() -> None:
