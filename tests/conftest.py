@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -17,6 +15,7 @@ from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
 from flotilla.store.leader import ELECTION_PREFIX
+from tests.cli_runner import flotillactl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,22 +117,9 @@ class CtlResult:
 @pytest.fixture
 def ctl(etcd: EmbeddedEtcd) -> Callable[..., CtlResult]:
     """Run flotillactl in-process against the session etcd (for sync tests)."""
-    from flotilla.cli.main import main
 
     def run(*args: str, stdin: str | None = None) -> CtlResult:
-        out, err = io.StringIO(), io.StringIO()
-        old_stdin = sys.stdin
-        if stdin is not None:
-            sys.stdin = io.StringIO(stdin)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = main(["--etcd-endpoints", etcd.endpoint, *args])
-                except SystemExit as e:  # argparse usage errors
-                    code = int(e.code or 0)
-        finally:
-            sys.stdin = old_stdin
-        return CtlResult(code, out.getvalue(), err.getvalue())
+        return CtlResult(*flotillactl("--etcd-endpoints", etcd.endpoint, *args, stdin=stdin))
 
     return run
 

@@ -4,20 +4,16 @@ bindings to await a state in instead of sleeping."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from flotilla.api import codec
 from flotilla.api.conditions import get_condition
 from flotilla.api.registry import ResourceType
-from flotilla.cli import main as cli
 from flotilla.store import Store
 from flotilla.store.informer import Informer
+from tests.cli_runner import flotillactl as run_flotillactl
 
 
 def cluster(name: str, cpu: str = "8", **labels: str) -> Any:
@@ -85,15 +81,8 @@ def placed(*expected: tuple[str, int]) -> Callable[[Any], bool]:
     return check
 
 
-async def flotillactl(endpoint: str, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, Any, str]:
+async def flotillactl(endpoint: str, *argv: str) -> tuple[int, Any, str]:
     """`flotillactl ARGS…` in-process: (exit code, stdout parsed as JSON when it is, stderr)."""
-
-    def run() -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(["--etcd-endpoints", endpoint, *argv])
-        return code, out.getvalue(), err.getvalue()
-
     # main() runs its own event loop, so it gets a thread of its own.
-    code, out, err = await asyncio.to_thread(run)
+    code, out, err = await asyncio.to_thread(run_flotillactl, "--etcd-endpoints", endpoint, *argv)
     return code, json.loads(out) if out.startswith("{") else out, err

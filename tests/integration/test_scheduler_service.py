@@ -41,8 +41,7 @@ def seed_binding() -> work_pb2.ResourceBinding:
 
 
 async def test_seed_scheduled_then_member1_evicted(store: Store, etcd: EmbeddedEtcd,
-                                                   scheduler: subprocess.Popen[bytes],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                   scheduler: subprocess.Popen[bytes]) -> None:
     for name in ("member1", "member2", "member3"):
         await store.create(cluster(name))
     view = Bindings(store, registry.RESOURCE_BINDING)
@@ -72,7 +71,7 @@ async def test_seed_scheduled_then_member1_evicted(store: Store, etcd: EmbeddedE
         stamped = binding.metadata.annotations[TRACEPARENT_ANNOTATION]
         assert stamped.split("-")[1] == parent.split("-")[1] and stamped != parent
 
-        code, explained, _ = await flotillactl(etcd.endpoint, monkeypatch, "explain", "rb", "nginx-deployment",
+        code, explained, _ = await flotillactl(etcd.endpoint, "explain", "rb", "nginx-deployment",
                                                "-n", "default", "-o", "json")
         assert code == 0
         assert explained["clusters"] == [{"name": "member2", "replicas": 3}]
@@ -81,7 +80,7 @@ async def test_seed_scheduled_then_member1_evicted(store: Store, etcd: EmbeddedE
         assert {f["cluster"]: f["plugin"] for f in explained["filtered"]} == {
             "member1": "ClusterEviction", "member3": "ClusterAffinity"}
 
-        code, forecast, _ = await flotillactl(etcd.endpoint, monkeypatch, "whatif", "fail", "member2", "-o", "json")
+        code, forecast, _ = await flotillactl(etcd.endpoint, "whatif", "fail", "member2", "-o", "json")
         assert code == 0
         assert forecast["failed"] == ["member2"]
         [nginx] = forecast["bindings"]

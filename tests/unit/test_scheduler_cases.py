@@ -6,15 +6,13 @@ The case files are plain schedule inputs; their header comments hold the expecta
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flotilla.cli import main as cli
+from tests.cli_runner import flotillactl
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "schedule_cases"
 CASES = sorted((CASES_DIR / "cases").glob("*.yaml"))
@@ -38,28 +36,18 @@ def targets(text: str) -> list[dict[str, Any]]:
             for name, replicas in (item.split(":") for item in text.split(","))]
 
 
-def flotillactl(monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as e:
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_there_are_enough_cases() -> None:
     assert len(CASES) >= 40
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-def test_case(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_case(case: Path) -> None:
     expect = header(case)
     assert "expect" in expect, f"{case.name} has no '# expect:' line"
     files = ["-f", str(case)]
     if "fleet" in expect:
         files += ["-f", str(CASES_DIR / "fleets" / f"{expect['fleet']}.yaml")]
-    code, out, err = flotillactl(monkeypatch, "schedule", *files, "-o", "json")
+    code, out, err = flotillactl("schedule", *files, "-o", "json")
     assert code == 0, err
     result = json.loads(out)
     assert result["clusters"] == targets(expect["expect"])
