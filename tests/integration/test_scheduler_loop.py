@@ -145,7 +145,7 @@ async def test_cluster_changes_move_duplicated_bindings_only(store: Store, loop:
     assert rbs.informer.get("default/div-deployment").metadata.generation == divided.metadata.generation
 
 
-async def test_explain_needs_a_running_scheduler(clean_etcd: EmbeddedEtcd, monkeypatch: pytest.MonkeyPatch) -> None:
-    code, _, err = await flotillactl(clean_etcd.endpoint, monkeypatch, "explain", "rb", "web-deployment")
+async def test_explain_needs_a_running_scheduler(clean_etcd: EmbeddedEtcd) -> None:
+    code, _, err = await flotillactl(clean_etcd.endpoint, "explain", "rb", "web-deployment")
     assert code == 1
     assert err.startswith("error: no scheduler service is registered in etcd")
