@@ -70,7 +70,7 @@ def replicas_and_requirements(template: meta_pb2.Unstructured) -> tuple[int, wor
     every selected cluster as a whole.
     """
     content = template_content(template)
-    spec = content.get("spec") if isinstance(content.get("spec"), dict) else {}
+    spec = _object(content.get("spec"))
     if (template.api_version, template.kind) == ("v1", "Pod"):
         return 1, _requirements(spec)
     field = _REPLICA_FIELD.get((template.api_version, template.kind))
@@ -80,9 +80,11 @@ def replicas_and_requirements(template: meta_pb2.Unstructured) -> tuple[int, wor
     completions = spec.get("completions")
     if field == "parallelism" and isinstance(completions, int) and completions < replicas:
         replicas = completions
-    pod_template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
-    pod_spec = pod_template.get("spec") if isinstance(pod_template.get("spec"), dict) else {}
-    return replicas, _requirements(pod_spec)
+    return replicas, _requirements(_object(_object(spec.get("template")).get("spec")))
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any, default: int) -> int:

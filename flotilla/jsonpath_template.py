@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonpath_ng.ext import parse as parse_jsonpath
+from jsonpath_ng.ext.parser import parse as parse_jsonpath
 
 _QUOTES = "'\""
 

@@ -8,6 +8,7 @@ Ready after the pod-ready delay, a Job's pod completing) go through the shared `
 
 from __future__ import annotations
 
+import builtins
 import copy
 from typing import Any
 
@@ -273,7 +274,7 @@ class ClusterState:
     def now(self) -> str:
         return rfc3339(self.clock.now())
 
-    def pods_of(self, owner: Obj) -> list[Obj]:
+    def pods_of(self, owner: Obj) -> builtins.list[Obj]:
         uid = owner["metadata"]["uid"]
         return [p for p in self.store.items(POD, owner["metadata"].get("namespace", ""))
                 if pods.controller_uid(p) == uid]
@@ -288,7 +289,7 @@ class ClusterState:
         self.kubelets.forget(pod)
         self._dirty_pdbs.add(pod["metadata"]["namespace"])
 
-    def nodes(self) -> list[Obj]:
+    def nodes(self) -> builtins.list[Obj]:
         return list(self.store.items(NODE))
 
     def set_status(self, obj: Obj, status: dict[str, Any]) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import calendar
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, timezone
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, TypeVar, cast
 
 import yaml
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -57,11 +56,9 @@ _INT_RANGES: dict[int, tuple[int, int, str]] = {
     _T.TYPE_FIXED64: (0, 2**64 - 1, "uint64"),
 }
 
-_RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
-)
-
 _INVALID = object()
+
+M = TypeVar("M", bound=Message)
 
 
 @dataclass(frozen=True)
@@ -107,12 +104,12 @@ def from_dict(data: Mapping[str, Any]) -> Message:
     return parse_as(rt.message, data)
 
 
-def parse_as(message_cls: type[Message], data: Any, path: str = "") -> Message:
+def parse_as(message_cls: type[M], data: Any, path: str = "") -> M:
     """Parse data as message_cls; `path` prefixes error paths (for a fragment of a larger document)."""
     msg = message_cls()
     errors: list[FieldError] = []
-    if message_cls is Unstructured:
-        _parse_unstructured(msg, data, path, errors)  # type: ignore[arg-type]
+    if isinstance(msg, Unstructured):
+        _parse_unstructured(msg, data, path, errors)
     else:
         _parse_message(msg, data, path, errors)
     if errors:
@@ -154,7 +151,7 @@ def _parse_message(msg: Message, data: Any, path: str, errors: list[FieldError])
     if not isinstance(data, Mapping):
         errors.append(FieldError(path, f"expected object, got {_json_type(data)}"))
         return
-    fields = _fields_by_json_name(msg.DESCRIPTOR)
+    fields = _fields_by_json_name(_descriptor(msg))
     for key, value in data.items():
         key_path = _join(path, key)
         fd = fields.get(key) if isinstance(key, str) else None
@@ -178,7 +175,7 @@ def _parse_field(msg: Message, fd: FieldDescriptor, value: Any, path: str, error
             if fd.type == _T.TYPE_MESSAGE:
                 if item is None:
                     errors.append(FieldError(item_path, "expected object, got null"))
-                elif fd.message_type.full_name == Timestamp.DESCRIPTOR.full_name:
+                elif _message_type(fd).full_name == Timestamp.DESCRIPTOR.full_name:
                     ts = _parse_timestamp(item, item_path, errors)
                     if ts is not None:
                         container.add().CopyFrom(ts)
@@ -189,7 +186,7 @@ def _parse_field(msg: Message, fd: FieldDescriptor, value: Any, path: str, error
                 if converted is not _INVALID:
                     container.append(converted)
     elif fd.type == _T.TYPE_MESSAGE:
-        if fd.message_type.full_name == Timestamp.DESCRIPTOR.full_name:
+        if _message_type(fd).full_name == Timestamp.DESCRIPTOR.full_name:
             ts = _parse_timestamp(value, path, errors)
             if ts is not None:
                 getattr(msg, fd.name).CopyFrom(ts)
@@ -208,7 +205,7 @@ def _parse_map(container: Any, fd: FieldDescriptor, value: Any, path: str, error
     if not isinstance(value, Mapping):
         errors.append(FieldError(path, f"expected object, got {_json_type(value)}"))
         return
-    value_fd = fd.message_type.fields_by_name["value"]
+    value_fd = _message_type(fd).fields_by_name["value"]
     quantity = fd.full_name in _QUANTITY_FIELDS
     for key, item in value.items():
         item_path = f"{path}[{key}]"
@@ -249,9 +246,9 @@ def _parse_scalar(fd: FieldDescriptor, value: Any, path: str, errors: list[Field
     elif kind == _T.TYPE_BYTES:
         return _encode_json(value, path, errors)
     elif kind == _T.TYPE_ENUM:
-        if isinstance(value, str) and value in fd.enum_type.values_by_name:
-            return fd.enum_type.values_by_name[value].number
-        errors.append(FieldError(path, f"expected one of {', '.join(fd.enum_type.values_by_name)}"))
+        if isinstance(value, str) and value in _enum_type(fd).values_by_name:
+            return _enum_type(fd).values_by_name[value].number
+        errors.append(FieldError(path, f"expected one of {', '.join(_enum_type(fd).values_by_name)}"))
     else:
         errors.append(FieldError(path, f"unsupported field type {kind}"))
     return _INVALID
@@ -265,27 +262,14 @@ def _parse_timestamp(value: Any, path: str, errors: list[FieldError]) -> Timesta
     if not isinstance(value, str):
         errors.append(FieldError(path, f"expected timestamp string, got {_json_type(value)}"))
         return None
-    match = _RFC3339.match(value)
-    moment = None
-    if match:
-        year, month, day, hour, minute, second, fraction, zulu, sign, off_h, off_m = match.groups()
-        try:
-            offset = timedelta(0) if zulu else timedelta(hours=int(off_h), minutes=int(off_m))
-            if sign == "-":
-                offset = -offset
-            moment = datetime(
-                int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=timezone(offset)
-            )
-        except ValueError:
-            moment = None
-    if moment is None:
+    ts = Timestamp()
+    try:
+        # RFC 3339 allows lower-case "t" and "z"; protobuf's parser wants them upper-case.
+        ts.FromJsonString(value.upper())
+    except ValueError:
         errors.append(FieldError(path, f'invalid timestamp "{value}": expected RFC 3339, like 2026-01-02T15:04:05Z'))
         return None
-    try:
-        return _timestamp(moment, int((fraction or "").ljust(9, "0")[:9]))
-    except OverflowError:
-        errors.append(FieldError(path, f'invalid timestamp "{value}": out of range'))
-        return None
+    return ts
 
 
 def _timestamp(moment: datetime, nanos: int) -> Timestamp:
@@ -353,12 +337,12 @@ def to_dict(msg: Message) -> dict[str, Any]:
 
 def _message_to_dict(msg: Message, path: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for fd in msg.DESCRIPTOR.fields:
+    for fd in _descriptor(msg).fields:
         value = getattr(msg, fd.name)
         field_path = _join(path, fd.json_name)
         if _is_map(fd):
             if value:
-                value_fd = fd.message_type.fields_by_name["value"]
+                value_fd = _message_type(fd).fields_by_name["value"]
                 # Sorted, as Go's encoding/json prints maps.
                 out[fd.json_name] = {k: _value_to_json(value_fd, value[k], f"{field_path}[{k}]") for k in sorted(value)}
         elif fd.is_repeated:
@@ -374,13 +358,13 @@ def _message_to_dict(msg: Message, path: str) -> dict[str, Any]:
 
 def _value_to_json(fd: FieldDescriptor, value: Any, path: str) -> Any:
     if fd.type == _T.TYPE_MESSAGE:
-        if fd.message_type.full_name == Timestamp.DESCRIPTOR.full_name:
+        if _message_type(fd).full_name == Timestamp.DESCRIPTOR.full_name:
             return _format_time(value, micro=fd.full_name in _MICRO_TIME_FIELDS)
         return _message_to_dict(value, path)
     if fd.type == _T.TYPE_BYTES:
         return _decode_json(value, path)
     if fd.type == _T.TYPE_ENUM:
-        return fd.enum_type.values_by_number[value].name
+        return _enum_type(fd).values_by_number[value].name
     return value
 
 
@@ -445,7 +429,8 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type, misc]
                         None, None, f'duplicate key "{key_node.value}"', key_node.start_mark
                     )
                 seen.add(ident)
-        return super().construct_mapping(node, deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        return mapping
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -504,6 +489,23 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 _JSON_NAMES: dict[str, dict[str, FieldDescriptor]] = {}
 
 
+def _descriptor(msg: Message) -> Descriptor:
+    # At run time the upb descriptor is this class; the stubs keep the two apart.
+    return cast(Descriptor, msg.DESCRIPTOR)
+
+
+def _message_type(fd: FieldDescriptor) -> Descriptor:
+    if fd.message_type is None:
+        raise TypeError(f"{fd.full_name} is not a message field")
+    return fd.message_type
+
+
+def _enum_type(fd: FieldDescriptor) -> EnumDescriptor:
+    if fd.enum_type is None:
+        raise TypeError(f"{fd.full_name} is not an enum field")
+    return fd.enum_type
+
+
 def _fields_by_json_name(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
     fields = _JSON_NAMES.get(descriptor.full_name)
     if fields is None:
@@ -513,7 +515,7 @@ def _fields_by_json_name(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
 
 
 def _is_map(fd: FieldDescriptor) -> bool:
-    return fd.type == _T.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry
+    return fd.type == _T.TYPE_MESSAGE and _message_type(fd).GetOptions().map_entry
 
 
 def _is_number(value: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import json
 import os
 import tempfile
@@ -192,7 +193,7 @@ class MemberClient:
     # -- transport ---------------------------------------------------------------------------
 
     async def _list_path(self, path: str, api_version: str, kind: str, operation: str,
-                         label_selector: str | None = None) -> list[dict[str, Any]]:
+                         label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
         query = [("labelSelector", label_selector)] if label_selector else None
         listed = await self._request("GET", path, operation, query=query)
         items = listed.get("items") or []
@@ -202,8 +203,8 @@ class MemberClient:
             item.setdefault("kind", kind)
         return items
 
-    async def _request(self, method: str, path: str, operation: str, *, query: list[tuple[str, str]] | None = None,
-                       body: Any = None, content_type: str | None = None) -> Any:
+    async def _request(self, method: str, path: str, operation: str, *, query: builtins.list[tuple[str, str]] | None = None,
+                       body: Any = None, content_type: str | None = None) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type

@@ -24,8 +24,8 @@ class TaintManagerServicer(taint_manager_pb2_grpc.TaintManagerServicer):
             for p in items:
                 reply.pending.add(binding=p.binding, cluster=p.cluster,
                                   deadline=p.at.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        for items in self.state.held.values():
-            for h in items:
+        for held in self.state.held.values():
+            for h in held:
                 reply.held.add(binding=h.binding, cluster=h.cluster, reason=h.reason)
         for region in sorted(self.protection.regions.values(), key=lambda r: r.region):
             reply.regions.add(region=region.region, clusters=region.clusters, unhealthy=region.unhealthy,
