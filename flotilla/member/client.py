@@ -203,8 +203,9 @@ class MemberClient:
             item.setdefault("kind", kind)
         return items
 
-    async def _request(self, method: str, path: str, operation: str, *, query: builtins.list[tuple[str, str]] | None = None,
-                       body: Any = None, content_type: str | None = None) -> dict[str, Any]:
+    async def _request(self, method: str, path: str, operation: str, *,
+                       query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
+                       content_type: str | None = None) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
