@@ -4,7 +4,7 @@
 # taints it, evicts the workload and reschedules it onto member2.
 set -euo pipefail
 data_dir="${FLOTILLA_DEMO_DIR:-./.flotilla-demo}"
-examples="${FLOTILLA_EXAMPLES:-../shared/examples}"
+examples="${FLOTILLA_EXAMPLES:-examples}"
 rm -rf "$data_dir"
 trap 'flotilla down --data-dir "$data_dir" >/dev/null 2>&1 || true' EXIT
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from flotilla.api.v1 import cluster_pb2
 
 ROOT = Path(__file__).resolve().parents[1]
-# shared/ sits beside the checkout, locally and in CI.
-EXAMPLES_DIR = ROOT.parent / "shared" / "examples"
+# The Karmada YAML examples of this repository (examples/README.md lists them).
+EXAMPLES_DIR = ROOT / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES_DIR.glob("*.yaml"))
 
 

@@ -1,0 +1,54 @@
+"""A checkout with nothing beside it passes the unit tests.
+
+The tree is built from `git ls-files -co --exclude-standard` (tracked files plus untracked ones
+that are not ignored) copied into an empty temporary directory, rather than from `git clone`: a
+clone holds only committed state, so it would test the last commit and miss, or wrongly blame,
+the change being made. Once committed, the copied set is exactly what a clone holds. The copy
+runs with this interpreter and its installed dependencies, with PYTHONPATH pointing at the copy
+so that the copy's own code is imported, not the editable install of this checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+def checkout_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True, text=True, check=True, timeout=60).stdout
+    # Tracked files deleted in the working tree are listed too: a clone after commit lacks them.
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def test_unit_tests_pass_in_a_checkout_with_nothing_beside_it(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    clone = tmp_path / "alone" / "flotilla"  # alone/ holds nothing else
+    for name in checkout_files():
+        target = clone / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    assert sorted(p.name for p in clone.parent.iterdir()) == ["flotilla"]
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "FLOTILLA_"))}
+    env["PYTHONPATH"] = str(clone)
+    imported = subprocess.run([sys.executable, "-c", "import flotilla, services, tests; "
+                               "print(flotilla.__file__, services.__file__, tests.__file__)"],
+                              cwd=clone, env=env, capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr
+    assert all(Path(p).is_relative_to(clone) for p in imported.stdout.split()), imported.stdout
+
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/unit", "-p", "no:cacheprovider"],
+                            cwd=clone, env=env, capture_output=True, text=True, timeout=800)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout.splitlines()[-1]
