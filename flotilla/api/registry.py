@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 
@@ -28,13 +29,18 @@ class UnknownResourceError(LookupError):
     """A name that no registered kind answers to, or a built-in kind at a version it does not have."""
 
 
+M = TypeVar("M", bound=Message)
+
+
 @dataclass(frozen=True)
-class ResourceType:
+class ResourceType(Generic[M]):
+    """A kind, typed by its message class so the store returns that class."""
+
     kind: str
     api_version: str
     plural: str
     namespaced: bool
-    message: type[Message]
+    message: type[M]
     short_names: tuple[str, ...] = ()
     # The etcd key segment: the plural for built-ins, `<plural>.<group>` for templates.
     resource: str = ""
@@ -73,11 +79,13 @@ CONFIG_API = "config.karmada.io/v1alpha1"
 COORDINATION_API = "coordination.k8s.io/v1"
 CORE_API = "v1"
 
-CLUSTER = ResourceType("Cluster", CLUSTER_API, "clusters", False, cluster_pb2.Cluster)
-PROPAGATION_POLICY = ResourceType(
+CLUSTER: ResourceType[cluster_pb2.Cluster] = ResourceType(
+    "Cluster", CLUSTER_API, "clusters", False, cluster_pb2.Cluster
+)
+PROPAGATION_POLICY: ResourceType[policy_pb2.PropagationPolicy] = ResourceType(
     "PropagationPolicy", POLICY_API, "propagationpolicies", True, policy_pb2.PropagationPolicy, ("pp",)
 )
-CLUSTER_PROPAGATION_POLICY = ResourceType(
+CLUSTER_PROPAGATION_POLICY: ResourceType[policy_pb2.ClusterPropagationPolicy] = ResourceType(
     "ClusterPropagationPolicy",
     POLICY_API,
     "clusterpropagationpolicies",
@@ -85,13 +93,13 @@ CLUSTER_PROPAGATION_POLICY = ResourceType(
     policy_pb2.ClusterPropagationPolicy,
     ("cpp",),
 )
-CLUSTER_TAINT_POLICY = ResourceType(
+CLUSTER_TAINT_POLICY: ResourceType[policy_pb2.ClusterTaintPolicy] = ResourceType(
     "ClusterTaintPolicy", POLICY_API, "clustertaintpolicies", False, policy_pb2.ClusterTaintPolicy
 )
-RESOURCE_BINDING = ResourceType(
+RESOURCE_BINDING: ResourceType[work_pb2.ResourceBinding] = ResourceType(
     "ResourceBinding", BINDING_API, "resourcebindings", True, work_pb2.ResourceBinding, ("rb",)
 )
-CLUSTER_RESOURCE_BINDING = ResourceType(
+CLUSTER_RESOURCE_BINDING: ResourceType[work_pb2.ClusterResourceBinding] = ResourceType(
     "ClusterResourceBinding",
     BINDING_API,
     "clusterresourcebindings",
@@ -99,18 +107,20 @@ CLUSTER_RESOURCE_BINDING = ResourceType(
     work_pb2.ClusterResourceBinding,
     ("crb",),
 )
-WORK = ResourceType("Work", WORK_API, "works", True, work_pb2.Work)
-RESOURCE_INTERPRETER_CUSTOMIZATION = ResourceType(
+WORK: ResourceType[work_pb2.Work] = ResourceType("Work", WORK_API, "works", True, work_pb2.Work)
+RESOURCE_INTERPRETER_CUSTOMIZATION: ResourceType[config_pb2.ResourceInterpreterCustomization] = ResourceType(
     "ResourceInterpreterCustomization",
     CONFIG_API,
     "resourceinterpretercustomizations",
     False,
     config_pb2.ResourceInterpreterCustomization,
 )
-LEASE = ResourceType("Lease", COORDINATION_API, "leases", True, coordination_pb2.Lease)
-EVENT = ResourceType("Event", CORE_API, "events", True, core_pb2.Event, ("ev",))
+LEASE: ResourceType[coordination_pb2.Lease] = ResourceType(
+    "Lease", COORDINATION_API, "leases", True, coordination_pb2.Lease
+)
+EVENT: ResourceType[core_pb2.Event] = ResourceType("Event", CORE_API, "events", True, core_pb2.Event, ("ev",))
 
-BUILTINS: tuple[ResourceType, ...] = (
+BUILTINS: tuple[ResourceType[Any], ...] = (
     CLUSTER,
     PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY,
@@ -192,7 +202,9 @@ def plural_of(kind: str) -> str:
     return lower + "s"
 
 
-def template_type(api_version: str, kind: str, plural: str = "", short_names: tuple[str, ...] = ()) -> ResourceType:
+def template_type(
+    api_version: str, kind: str, plural: str = "", short_names: tuple[str, ...] = ()
+) -> ResourceType[meta_pb2.Unstructured]:
     """The ResourceType of a resource template (any kind that is not built in)."""
     group, _ = split_api_version(api_version)
     plural = plural or plural_of(kind)
@@ -207,24 +219,24 @@ def template_type(api_version: str, kind: str, plural: str = "", short_names: tu
     )
 
 
-WELL_KNOWN_TEMPLATES: tuple[ResourceType, ...] = tuple(
+WELL_KNOWN_TEMPLATES: tuple[ResourceType[meta_pb2.Unstructured], ...] = tuple(
     template_type(api_version, kind, plural, short) for api_version, kind, short, plural in _WELL_KNOWN_TEMPLATES
 )
 
-_BY_KIND: dict[tuple[str, str], ResourceType] = {(rt.api_version, rt.kind): rt for rt in BUILTINS}
-_BUILTIN_GROUP_KINDS: dict[tuple[str, str], ResourceType] = {(rt.group, rt.kind): rt for rt in BUILTINS}
-_BY_MESSAGE: dict[type[Message], ResourceType] = {rt.message: rt for rt in BUILTINS}
+_BY_KIND: dict[tuple[str, str], ResourceType[Any]] = {(rt.api_version, rt.kind): rt for rt in BUILTINS}
+_BUILTIN_GROUP_KINDS: dict[tuple[str, str], ResourceType[Any]] = {(rt.group, rt.kind): rt for rt in BUILTINS}
+_BY_MESSAGE: dict[type[Message], ResourceType[Any]] = {rt.message: rt for rt in BUILTINS}
 
 
-def _names(rt: ResourceType) -> set[str]:
+def _names(rt: ResourceType[Any]) -> set[str]:
     names = {rt.kind.lower(), rt.singular, rt.plural, *rt.short_names}
     if rt.group:
         names |= {f"{rt.plural}.{rt.group}", f"{rt.singular}.{rt.group}"}
     return names
 
 
-def _index() -> dict[str, ResourceType]:
-    index: dict[str, ResourceType] = {}
+def _index() -> dict[str, ResourceType[Any]]:
+    index: dict[str, ResourceType[Any]] = {}
     # Built-ins last so that they win any clash with a template's name.
     for rt in (*WELL_KNOWN_TEMPLATES, *BUILTINS):
         for name in _names(rt):
@@ -235,7 +247,7 @@ def _index() -> dict[str, ResourceType]:
 _BY_NAME = _index()
 
 
-def lookup(name: str) -> ResourceType:
+def lookup(name: str) -> ResourceType[Any]:
     """Resolve a kind ("Cluster"), plural, singular, short name ("rb") or `plural.group`, any case.
 
     Knows the built-in kinds and the common Kubernetes template kinds.
@@ -246,7 +258,7 @@ def lookup(name: str) -> ResourceType:
         raise UnknownResourceError(f'the server doesn\'t have a resource type "{name}"') from None
 
 
-def for_kind(api_version: str, kind: str) -> ResourceType:
+def for_kind(api_version: str, kind: str) -> ResourceType[Any]:
     """The ResourceType of an object with this apiVersion and kind.
 
     Unknown kinds are resource templates (Unstructured). A built-in kind at
@@ -270,7 +282,7 @@ def for_kind(api_version: str, kind: str) -> ResourceType:
     return template_type(api_version, kind)
 
 
-def for_message(message_cls: type[Message]) -> ResourceType:
+def for_message(message_cls: type[M]) -> ResourceType[M]:
     """The built-in ResourceType whose objects are this message class."""
     try:
         return _BY_MESSAGE[message_cls]
@@ -280,8 +292,9 @@ def for_message(message_cls: type[Message]) -> ResourceType:
         ) from None
 
 
-def for_object(obj: Message) -> ResourceType:
+def for_object(obj: M) -> ResourceType[M]:
     """The ResourceType of a message object, built-in or template, from its apiVersion and kind."""
     if type(obj) in _BY_MESSAGE:
         return _BY_MESSAGE[type(obj)]
-    return for_kind(obj.api_version, obj.kind)  # type: ignore[attr-defined]
+    # Templates (Unstructured) and any message with type fields say their own kind.
+    return for_kind(getattr(obj, "api_version", ""), getattr(obj, "kind", ""))

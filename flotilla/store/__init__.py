@@ -1,17 +1,27 @@
-"""etcd-backed object store, informers, leases, leader election, endpoints, events."""
+"""Object stores (etcd, in-memory), informers, leases, leader election, endpoints, events."""
 
-from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable
-from flotilla.store.informer import EventType, Informer
-from flotilla.store.objects import ListResult, Store
+from flotilla.store.base import ListResult, WatchEvent, WatchKind
+from flotilla.store.errors import AlreadyExists, Compacted, Conflict, NotFound, StoreError, Unavailable, Undecodable
+from flotilla.store.informer import EventType, Handler, Informer
+from flotilla.store.memory import MemoryStore
+from flotilla.store.objects import Store
+from flotilla.store.protocol import ObjectStore
 
 __all__ = [
     "AlreadyExists",
+    "Compacted",
     "Conflict",
     "EventType",
+    "Handler",
     "Informer",
     "ListResult",
+    "MemoryStore",
     "NotFound",
+    "ObjectStore",
     "Store",
     "StoreError",
     "Unavailable",
+    "Undecodable",
+    "WatchEvent",
+    "WatchKind",
 ]

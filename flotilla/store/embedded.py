@@ -39,7 +39,8 @@ def find_etcd_binary() -> str:
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -130,7 +131,7 @@ class EmbeddedEtcd:
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as resp:
-                return resp.status == 200
+                return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):
             return False
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any
 
 from google.protobuf.message import Message
 
 from flotilla.api.v1 import core_pb2
+from flotilla.store.base import meta_of
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError
-from flotilla.store.objects import Store
+from flotilla.store.protocol import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -22,16 +22,21 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 
+def _kind(obj: Message) -> tuple[str, str]:
+    # Every object the store holds has type fields; Message itself does not declare them.
+    return getattr(obj, "kind", ""), getattr(obj, "api_version", "")
+
+
 def event_name(obj: Message, reason: str, message: str) -> str:
-    meta = obj.metadata
-    identity = f"{obj.kind}/{meta.namespace}/{meta.name}/{meta.uid}/{reason}/{message}"
+    meta = meta_of(obj)
+    identity = f"{_kind(obj)[0]}/{meta.namespace}/{meta.name}/{meta.uid}/{reason}/{message}"
     return f"{meta.name}.{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
 
 
 class EventRecorder:
     """Best effort: a failed event write is logged, never raised to the reconciler."""
 
-    def __init__(self, store: Store, component: str, ttl: int = 3600, host: str = "") -> None:
+    def __init__(self, store: ObjectStore, component: str, ttl: int = 3600, host: str = "") -> None:
         self.store = store
         self.component = component
         self.ttl = ttl
@@ -61,13 +66,13 @@ class EventRecorder:
         await self.record(obj, WARNING, reason, message)
 
     async def _record(self, obj: Message, event_type: str, reason: str, message: str) -> None:
-        meta = obj.metadata
+        meta = meta_of(obj)
         namespace = meta.namespace or "default"
         name = event_name(obj, reason, message)
         now = self.store.clock.now().replace(tzinfo=None, microsecond=0)
         lease = await self._current_lease()
         for _ in range(3):
-            existing: Any = await self.store.try_get(core_pb2.Event, namespace, name)
+            existing = await self.store.try_get(core_pb2.Event, namespace, name)
             try:
                 if existing is None:
                     event = core_pb2.Event(api_version="v1", kind="Event", type=event_type,
@@ -76,7 +81,7 @@ class EventRecorder:
                     event.metadata.name = name
                     event.metadata.namespace = namespace
                     ref = event.involved_object
-                    ref.kind, ref.api_version = obj.kind, obj.api_version
+                    ref.kind, ref.api_version = _kind(obj)
                     ref.namespace, ref.name, ref.uid = meta.namespace, meta.name, meta.uid
                     event.source.component = self.component
                     event.source.host = self.host
@@ -92,14 +97,14 @@ class EventRecorder:
                 continue
 
 
-async def events_for(store: Store, obj: Message) -> list[Any]:
+async def events_for(store: ObjectStore, obj: Message) -> list[core_pb2.Event]:
     """Events about one object, oldest first."""
-    meta = obj.metadata
+    meta = meta_of(obj)
     listed = await store.list(core_pb2.Event, meta.namespace or "default")
     found = [
         e for e in listed.items
         if e.involved_object.name == meta.name
-        and e.involved_object.kind == obj.kind
+        and e.involved_object.kind == _kind(obj)[0]
         and e.involved_object.namespace == meta.namespace
     ]
     return sorted(found, key=lambda e: (e.last_timestamp.seconds, e.metadata.name))

@@ -4,25 +4,48 @@ Handlers see every change exactly once and in revision order. A broken watch
 (etcd restarted, connection lost) resumes from the last revision seen, so
 nothing is missed or replayed; a compacted watch relists and reports the
 difference between the cache and the new list.
+
+A value that does not decode (another tool wrote garbage under a key) never
+stops an informer: the key is reported once per write (log line, metric,
+`on_undecodable`) and treated as deleted, and every other object keeps flowing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
+import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Any
+from typing import Generic, TypeAlias, TypeVar
 
-import aetcd.exceptions
-import aetcd.rtypes
+from google.protobuf.message import Message
+from prometheus_client import Counter
 
 from flotilla.api import keys
-from flotilla.store.errors import StoreError
-from flotilla.store.objects import ResourceRef, Store, resource_type_of
+from flotilla.store.base import (
+    ResourceRef,
+    WatchEvent,
+    WatchKind,
+    decode_object,
+    meta_of,
+    object_key_of,
+    resource_type_of,
+)
+from flotilla.store.errors import Compacted, StoreError, Undecodable
+from flotilla.store.protocol import ObjectStore
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=Message)
+
+UNDECODABLE_OBJECTS = Counter(
+    "flotilla_store_undecodable_objects",
+    "Stored values an informer skipped because they do not decode as their kind",
+    ["resource"],
+)
 
 
 class EventType(StrEnum):
@@ -31,37 +54,44 @@ class EventType(StrEnum):
     DELETED = "DELETED"
 
 
-Handler = Callable[[EventType, Any, Any], Awaitable[None] | None]
-IndexFunc = Callable[[Any], list[str]]
+# (event, the object as it now is (as it was, for DELETED), the previous object or None)
+Handler: TypeAlias = Callable[[EventType, M, M | None], Awaitable[None] | None]
+IndexFunc: TypeAlias = Callable[[M], builtins.list[str]]
+# (etcd key, what is wrong with its value)
+UndecodableCallback: TypeAlias = Callable[[str, str], Awaitable[None] | None]
 
 
-class Informer:
+class Informer(Generic[M]):
     def __init__(
         self,
-        store: Store,
-        ref: ResourceRef,
+        store: ObjectStore,
+        ref: ResourceRef[M],
         namespace: str | None = None,
         retry_backoff: tuple[float, float] = (0.05, 2.0),
+        on_undecodable: UndecodableCallback | None = None,
     ) -> None:
         self.store = store
         self.rt = resource_type_of(ref)
         self.namespace = namespace
         self.prefix = keys.etcd_prefix(self.rt.resource, namespace if self.rt.namespaced else None)
-        self._cache: dict[str, Any] = {}
-        self._indexers: dict[str, IndexFunc] = {}
+        self._cache: dict[str, M] = {}
+        self._indexers: dict[str, IndexFunc[M]] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
-        self._handlers: list[Handler] = []
+        self._handlers: builtins.list[Handler[M]] = []
         self._synced = asyncio.Event()
         self._backoff = retry_backoff
+        self._on_undecodable = on_undecodable
+        # etcd keys last seen holding garbage, so a relist does not report them again.
+        self._undecodable: set[str] = set()
         self.revision = 0
         self.relists = 0
 
     # -- configuration ----------------------------------------------------
 
-    def add_handler(self, handler: Handler) -> None:
+    def add_handler(self, handler: Handler[M]) -> None:
         self._handlers.append(handler)
 
-    def add_indexer(self, name: str, func: IndexFunc) -> None:
+    def add_indexer(self, name: str, func: IndexFunc[M]) -> None:
         self._indexers[name] = func
         index: dict[str, set[str]] = {}
         for key, obj in self._cache.items():
@@ -71,16 +101,16 @@ class Informer:
 
     # -- cache reads ------------------------------------------------------
 
-    def get(self, key: str) -> Any | None:
+    def get(self, key: str) -> M | None:
         return self._cache.get(key)
 
-    def list(self) -> list[Any]:
-        return list(self._cache.values())
+    def list(self) -> builtins.list[M]:
+        return builtins.list(self._cache.values())
 
-    def keys(self) -> list[str]:
-        return list(self._cache)
+    def keys(self) -> builtins.list[str]:
+        return builtins.list(self._cache)
 
-    def by_index(self, name: str, value: str) -> list[Any]:
+    def by_index(self, name: str, value: str) -> builtins.list[M]:
         return [self._cache[k] for k in sorted(self._indices[name].get(value, ()))]
 
     @property
@@ -105,11 +135,11 @@ class Informer:
                     await self._relist()
                     need_list = False
                 await self._watch()
-            except aetcd.exceptions.RevisionCompactedError as e:
+            except Compacted as e:
                 log.info("event=relist resource=%s reason=compacted revision=%s", self.rt.resource, e)
                 need_list = True
                 continue
-            except (aetcd.exceptions.ClientError, StoreError) as e:
+            except StoreError as e:
                 log.info("event=watch-retry resource=%s error=%s", self.rt.resource, e)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._backoff[1])
@@ -118,36 +148,60 @@ class Informer:
 
     async def _relist(self) -> None:
         result = await self.store.list(self.rt, self.namespace)
-        fresh = {keys.object_key(o.metadata.namespace, o.metadata.name): o for o in result.items}
+        fresh = {object_key_of(o): o for o in result.items}
         if self.revision:
             self.relists += 1
         for key, obj in fresh.items():
             old = self._cache.get(key)
             if old is None:
                 await self._apply(EventType.ADDED, key, obj)
-            elif old.metadata.resource_version != obj.metadata.resource_version:
+            elif meta_of(old).resource_version != meta_of(obj).resource_version:
                 await self._apply(EventType.MODIFIED, key, obj)
+        # Corrupt keys are absent from `fresh`, so a cached object under one goes as deleted below.
+        for etcd_key in result.undecodable:
+            if etcd_key not in self._undecodable:
+                await self._report_undecodable(etcd_key, str(Undecodable(self.rt.kind, etcd_key)))
+        self._undecodable = set(result.undecodable)
         for key in [k for k in self._cache if k not in fresh]:
             await self._apply(EventType.DELETED, key, None)
         self.revision = result.revision
         self._synced.set()
 
     async def _watch(self) -> None:
-        client = self.store.client
-        watch = await client.watch_prefix(self.prefix.encode(), start_revision=self.revision + 1)
+        async with contextlib.aclosing(self.store.watch(self.prefix, self.revision + 1)) as events:
+            async for event in events:
+                await self._on_event(event)
+                self.revision = event.revision
+
+    async def _on_event(self, event: WatchEvent) -> None:
+        key = self._object_key(event.key)
+        if event.kind == WatchKind.DELETE:
+            self._undecodable.discard(event.key)
+            await self._apply(EventType.DELETED, key, None)
+            return
         try:
-            async for event in watch:
-                kv = event.kv
-                key = self._object_key(kv.key.decode())
-                if event.kind == aetcd.rtypes.EventKind.DELETE:
-                    await self._apply(EventType.DELETED, key, None)
-                else:
-                    obj = self.store.decode(self.rt, kv.value, kv.mod_revision)
-                    kind = EventType.MODIFIED if key in self._cache else EventType.ADDED
-                    await self._apply(kind, key, obj)
-                self.revision = kv.mod_revision
-        finally:
-            await asyncio.shield(_cancel_quietly(watch))
+            obj = decode_object(self.rt, event.value, event.revision, event.key)
+        except Undecodable as e:
+            self._undecodable.add(event.key)
+            await self._report_undecodable(event.key, str(e))
+            # What was cached is no longer what is stored; handlers must not act on it.
+            await self._apply(EventType.DELETED, key, None)
+            return
+        self._undecodable.discard(event.key)
+        kind = EventType.MODIFIED if key in self._cache else EventType.ADDED
+        await self._apply(kind, key, obj)
+
+    async def _report_undecodable(self, etcd_key: str, error: str) -> None:
+        log.warning("event=undecodable resource=%s key=%s error=%s", self.rt.resource, etcd_key, error)
+        UNDECODABLE_OBJECTS.labels(resource=self.rt.resource).inc()
+        if self._on_undecodable is None:
+            return
+        try:
+            result = self._on_undecodable(etcd_key, error)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("event=undecodable-callback-error resource=%s key=%s", self.rt.resource, etcd_key)
 
     def _object_key(self, etcd_key: str) -> str:
         # Below the resource prefix the key is already "<ns>/<name>" or "<name>",
@@ -157,13 +211,14 @@ class Informer:
             return f"{self.namespace}/{rest}"
         return rest
 
-    async def _apply(self, kind: EventType, key: str, obj: Any) -> None:
+    async def _apply(self, kind: EventType, key: str, obj: M | None) -> None:
         old = self._cache.get(key)
         if kind == EventType.DELETED:
             if old is None:
                 return
             self._cache.pop(key)
         else:
+            assert obj is not None
             self._cache[key] = obj
         for name, func in self._indexers.items():
             index = self._indices[name]
@@ -178,6 +233,7 @@ class Informer:
                 for value in func(obj):
                     index.setdefault(value, set()).add(key)
         shown = obj if obj is not None else old
+        assert shown is not None
         for handler in self._handlers:
             try:
                 result = handler(kind, shown, old if kind != EventType.DELETED else None)
@@ -185,12 +241,3 @@ class Informer:
                     await result
             except Exception:
                 log.exception("event=handler-error resource=%s key=%s", self.rt.resource, key)
-
-
-async def _cancel_quietly(watch: Any) -> None:
-    # aetcd queues the cancel request on the watch stream; with the stream gone (etcd down,
-    # a closed loop) that can wait forever, so it gets a bound.
-    try:
-        await asyncio.wait_for(watch.cancel(), timeout=2)
-    except Exception:  # the stream may already be gone with the connection
-        log.debug("watch cancel failed", exc_info=True)
