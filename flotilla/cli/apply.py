@@ -40,6 +40,8 @@ def kind_problems(sources: list[tuple[str, dict[str, Any]]], crds: list[dict[str
     known = KnownKinds([*crds, *(doc for _, doc in sources if is_crd(doc))])
     problems = {}
     for i, (path, doc) in enumerate(sources):
+        if not doc.get("apiVersion") or not doc.get("kind"):
+            continue  # admission names the missing field (`kind: required`)
         problem = known.problem(doc)
         if problem:
             problems[i] = f'error: {display_name(doc)} from "{source_name(path)}": {problem}'
@@ -52,7 +54,7 @@ async def cmd_apply(args: argparse.Namespace) -> int:
     async with open_store(args) as store:
         # Every problem of every document is reported before anything is written.
         known = KnownKinds([doc for doc in docs if is_crd(doc)])
-        needs_crds = any(known.problem(doc) for doc in docs)
+        needs_crds = any(known.problem(doc) for doc in docs if doc.get("apiVersion") and doc.get("kind"))
         problems = kind_problems(sources, await stored_crds(store) if needs_crds else [])
         webhook = WebhookClient(store)
         for i, doc in enumerate(docs):

@@ -42,7 +42,8 @@ UNKNOWN = [
     # (apiVersion, kind, the whole problem)
     ("v1", "ConfigMapp", 'no matches for kind "ConfigMapp" in version "v1" (did you mean "ConfigMap"?)'),
     ("v1", "configmap", 'no matches for kind "configmap" in version "v1" (did you mean "ConfigMap"?)'),
-    ("apps/v2", "Deployment", 'no matches for kind "Deployment" in version "apps/v2" (Deployment is served at apps/v1)'),
+    ("apps/v2", "Deployment",
+     'no matches for kind "Deployment" in version "apps/v2" (Deployment is served at apps/v1)'),
     ("work.karmada.io/v1alpha1", "ResourceBinding",
      'no matches for kind "ResourceBinding" in version "work.karmada.io/v1alpha1" '
      "(ResourceBinding is served at work.karmada.io/v1alpha2)"),
