@@ -3,6 +3,10 @@
 `flotilla up` starts an embedded etcd (unless `--etcd-endpoints` names one)
 and every service as its own process; `--detach` leaves them running and
 records them in `<data-dir>/run.json` so `flotilla down` can stop them.
+Once the plane is ready (every service SERVING, every simulated cluster
+joined and Ready) it records where it is in `<data-dir>/context.json` and makes
+it the current context (see flotilla.cli.context), which `flotillactl` and
+`flotilla sim` use when no endpoint is given.
 """
 
 from __future__ import annotations
@@ -16,17 +20,22 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from flotilla.cli.errors import CLIError
+from flotilla.cli import context as ctx
+from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
+from flotilla.store import StoreError
 from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
 SERVICES = ["webhook", "status", "taint_manager", "scheduler", "executor"]
 
 DEFAULT_ETCD_PORT = 2379
+DEFAULT_DATA_DIR = "./.flotilla"
+DEFAULT_WAIT_TIMEOUT = 120.0
 
 
 class UpError(RuntimeError):
@@ -163,7 +172,7 @@ class LocalControlPlane:
         from flotilla.cli.join import join_args, join_cluster
         from flotilla.store import Store
 
-        names = [f"member{i}" for i in range(1, self.sim_clusters + 1)]
+        names = self.member_names
         pull = names[-1] if len(names) >= 3 else None
 
         async def join_all() -> None:
@@ -195,6 +204,31 @@ class LocalControlPlane:
         services = [*SERVICES, *(["sim"] if self.sim_clusters else [])]
         asyncio.run(wait_for_services(self.endpoints, services, timeout, check_alive))
 
+    @property
+    def member_names(self) -> list[str]:
+        return [f"member{i}" for i in range(1, self.sim_clusters + 1)]
+
+    def wait_clusters_ready(self, timeout: float) -> None:
+        """Return once every simulated cluster is Ready and free of the health taints that keep
+        the scheduler off it; a policy applied after `up` then sees the whole fleet."""
+        if not self.sim_clusters:
+            return
+
+        def check_alive() -> None:
+            for name, proc in self.processes.items():
+                if proc.poll() is not None:
+                    raise UpError(f"{name} exited with code {proc.returncode}; "
+                                  f"see {self.data_dir / 'logs' / (name + '.log')}")
+
+        asyncio.run(wait_clusters_ready(self.endpoints, self.member_names, timeout, check_alive))
+
+    def record_context(self) -> Path:
+        """Write `<data-dir>/context.json` and make this plane the current context."""
+        data_dir = self.data_dir.resolve()
+        ctx.Context(etcd_endpoints=self.endpoints, data_dir=str(data_dir),
+                    sim_address=f"127.0.0.1:{self.sim_port}" if self.sim_port else "").save()
+        return ctx.set_current(data_dir)
+
     def wait_serving_also(self, services: list[str], timeout: float = 60.0) -> None:
         from flotilla.cli.status import wait_for_services
 
@@ -206,21 +240,87 @@ class LocalControlPlane:
             self.etcd.stop()
 
 
+def cluster_not_ready(cluster: object | None) -> str:
+    """Why a cluster is not yet usable for scheduling, or "" when it is: Ready=True and none
+    of the health taints (which the taint manager lifts just after Ready turns True)."""
+    from flotilla.api.conditions import get_condition
+    from flotilla.api.taints import TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE
+
+    if cluster is None:
+        return "not joined"
+    condition = get_condition(cluster.status.conditions, "Ready")  # type: ignore[attr-defined]
+    if condition is None:
+        return "no Ready condition yet"
+    if condition.status != "True":
+        return f"Ready={condition.status}" + (f", {condition.reason}" if condition.reason else "")
+    taints = [t.key for t in cluster.spec.taints  # type: ignore[attr-defined]
+              if t.key in (TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE)]
+    return f"Ready, still tainted {', '.join(taints)}" if taints else ""
+
+
+async def wait_clusters_ready(endpoints: str, names: list[str], timeout: float,
+                              check: Callable[[], None] = lambda: None) -> None:
+    """Poll the Cluster objects until each named one is Ready and untainted; a TimeoutError
+    naming those that are not, and why, after `timeout` seconds."""
+    from flotilla.api import registry
+    from flotilla.store import Store
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    store = await Store.connect(endpoints)
+    try:
+        while True:
+            check()
+            clusters = {c.metadata.name: c for c in (await store.list(registry.CLUSTER)).items}
+            waiting = {n: why for n in names if (why := cluster_not_ready(clusters.get(n)))}
+            if not waiting:
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(f"clusters not Ready after {timeout:.0f}s: "
+                                   + "; ".join(f"{n} ({why})" for n, why in waiting.items()))
+            # Status and taints are written by other processes: poll the store.
+            await asyncio.sleep(0.2)
+    finally:
+        await store.close()
+
+
+def _resolve_data_dir(given: str | None) -> Path:
+    """`--data-dir`, else ./.flotilla when a plane runs from there, else the current context's."""
+    if given:
+        return Path(given)
+    default = Path(DEFAULT_DATA_DIR)
+    if RunState.path(default).exists():
+        return default
+    try:
+        current = ctx.current_data_dir()
+    except CLIError:
+        current = None
+    return current if current is not None else default
+
+
+def forget_plane(data_dir: Path) -> None:
+    """What `down` and a stopped foreground `up` leave behind: no run state, no context."""
+    RunState.path(data_dir).unlink(missing_ok=True)
+    ctx.Context.remove(data_dir)
+    ctx.clear_current_if(data_dir)
+
+
 def down(data_dir: Path) -> int:
     state = RunState.load(data_dir)
     if state is None:
+        forget_plane(data_dir)
         print(f"nothing to stop: no {RunState.path(data_dir)}")
         return 0
     _terminate(list(state.services.values()))
     if state.etcd_pid:
         _terminate([state.etcd_pid])
-    RunState.path(data_dir).unlink(missing_ok=True)
+    forget_plane(data_dir)
     print(f"stopped {len(state.services)} services" + (" and etcd" if state.etcd_pid else ""))
     return 0
 
 
 def up(args: argparse.Namespace) -> int:
-    plane = LocalControlPlane(Path(args.data_dir), args.etcd_endpoints, args.etcd_port, args.detach,
+    plane = LocalControlPlane(Path(args.data_dir or DEFAULT_DATA_DIR), args.etcd_endpoints, args.etcd_port, args.detach,
                               extra_env=PROFILES[args.profile], sim_clusters=args.sim_clusters)
     # Before anything is started, and outside the clean-up below: a plane already running
     # from this directory is not ours to stop.
@@ -231,10 +331,16 @@ def up(args: argparse.Namespace) -> int:
         plane.join_members()
         if plane.sim_clusters >= 3:
             plane.wait_serving_also([f"agent-member{plane.sim_clusters}"])
-    except (UpError, EtcdError, TimeoutError, CLIError) as e:
+        plane.wait_clusters_ready(args.wait_timeout)
+        plane.record_context()
+    except (UpError, EtcdError, TimeoutError, CLIError, StoreError) as e:
         plane.stop()
-        RunState.path(Path(args.data_dir)).unlink(missing_ok=True)
-        raise UpError(str(e)) from e
+        forget_plane(plane.data_dir)
+        raise UpError(short(e) + f" (logs: {plane.data_dir / 'logs'})") from e
+    except KeyboardInterrupt:
+        plane.stop()
+        forget_plane(plane.data_dir)
+        raise
     print(f"export FLOTILLA_ETCD_ENDPOINTS={plane.endpoints}")
     if args.detach:
         return 0
@@ -256,7 +362,7 @@ def up(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     plane.stop()
-    RunState.path(Path(args.data_dir)).unlink(missing_ok=True)
+    forget_plane(plane.data_dir)
     return 0
 
 
@@ -265,14 +371,21 @@ APP_FAULTS = ("app-unhealthy", "app-recover")
 
 
 def sim_fault(args: argparse.Namespace) -> int:
-    """`flotilla sim fault CLUSTER FAULT`: the simulator is found through etcd, like every service."""
-    from flotilla.store.connect import make_client, resolve_endpoints
+    """`flotilla sim fault CLUSTER FAULT`: the simulator is found through etcd, like every service;
+    etcd from --etcd-endpoints, else --data-dir's context, else FLOTILLA_ETCD_ENDPOINTS, else the
+    current context."""
+    from flotilla.store.connect import make_client
     from flotilla.store.endpoints import list_endpoints
     from sim import admin
 
     if args.fault in APP_FAULTS and not (args.namespace and args.name):
         raise UpError(f"{args.fault} needs --namespace and --name of the workload")
-    endpoints = resolve_endpoints(args.etcd_endpoints)
+    endpoints = ctx.resolve_endpoints(args.etcd_endpoints, args.data_dir)
+    # The plane's own simulator when we know its data dir (several may share one etcd).
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    if data_dir is None and not args.etcd_endpoints and not os.environ.get(ctx.ENV_ENDPOINTS):
+        data_dir = ctx.current_data_dir()
+    sim_dir = str((data_dir / "sim").resolve()) if data_dir else None
 
     async def run() -> None:
         client = make_client(endpoints, timeout=5)
@@ -285,7 +398,8 @@ def sim_fault(args: argparse.Namespace) -> int:
         if not found:
             raise UpError(f"no simulator is registered in etcd at {endpoints} "
                           "(start one with `flotilla up --sim-clusters N`)")
-        address = found[0].address
+        mine = [e for e in found if sim_dir and e.extra.get("data_dir") == sim_dir]
+        address = (mine or found)[0].address
         try:
             if args.fault in APP_FAULTS:
                 await admin.set_app_fault(address, args.cluster, args.namespace, args.name,
@@ -306,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
     p_up = sub.add_parser("up", help="start etcd and every service")
-    p_up.add_argument("--data-dir", default="./.flotilla")
+    p_up.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     p_up.add_argument("--etcd-endpoints", default=None, help="use this etcd instead of an embedded one")
     p_up.add_argument("--etcd-port", type=int, default=None,
                       help="port for the embedded etcd (default 2379, or a free one)")
@@ -315,8 +429,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="start a simulator with member1..memberN joined (the last in Pull mode when N >= 3)")
     p_up.add_argument("--profile", choices=sorted(PROFILES), default="default",
                       help="timings: Karmada's defaults, or demo (failover within seconds)")
+    p_up.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT, metavar="SECONDS",
+                      help="how long to wait for every simulated cluster to be Ready (default %(default)gs)")
     p_down = sub.add_parser("down", help="stop what `up --detach` started")
-    p_down.add_argument("--data-dir", default="./.flotilla")
+    p_down.add_argument("--data-dir", default=None,
+                        help=f"default: {DEFAULT_DATA_DIR} if a plane runs from there, else the current context's")
     p_sim = sub.add_parser("sim", help="the member-cluster simulator")
     sim_sub = p_sim.add_subparsers(dest="sim_command", required=True)
     p_fault = sim_sub.add_parser("fault", help="inject or clear a fault in a simulated cluster")
@@ -326,7 +443,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_fault.add_argument("--namespace", "-n", default="", help="workload namespace (app faults)")
     p_fault.add_argument("--name", default="", help="workload name (app faults)")
     p_fault.add_argument("--kind", default=None, help="workload kind (app faults; default: any)")
-    p_fault.add_argument("--etcd-endpoints", default=None)
+    p_fault.add_argument("--etcd-endpoints", default=None,
+                         help="etcd URLs (default: --data-dir's plane, else FLOTILLA_ETCD_ENDPOINTS, "
+                              "else the current context)")
+    p_fault.add_argument("--data-dir", default=None, help="the data dir of the plane whose simulator to use")
     return parser
 
 
@@ -337,11 +457,15 @@ def main(argv: list[str] | None = None) -> int:
             return up(args)
         if args.command == "sim":
             return sim_fault(args)
-        return down(Path(args.data_dir))
-    except (UpError, EtcdError, OSError) as e:
+        return down(_resolve_data_dir(args.data_dir))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
         if args.debug:
             raise
-        print(f"flotilla {args.command}: {e}", file=sys.stderr)
+        expected = (UpError, EtcdError, OSError, CLIError, StoreError, TimeoutError, ValueError)
+        text = short(e) if isinstance(e, expected) else f"{type(e).__name__}: {short(e)} (--debug shows more)"
+        print(f"flotilla {args.command}: {text}", file=sys.stderr)
         return 1
 
 

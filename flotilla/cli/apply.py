@@ -1,7 +1,9 @@
 """`flotillactl apply -f FILE|-`: every document through admission.
 
 All documents are validated before any is written, so a file with one bad
-document changes nothing.
+document changes nothing, and every bad document is reported, one line each:
+an apiVersion/kind no server would know (flotilla.cli.kinds), or what admission
+rejects.
 """
 
 from __future__ import annotations
@@ -9,11 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
+from flotilla.api import registry
 from flotilla.api.v1 import webhook_pb2
+from flotilla.cli import printers
 from flotilla.cli.connection import open_store
-from flotilla.cli.documents import display_name, read_documents
+from flotilla.cli.documents import display_name, read_sources, source_name
+from flotilla.cli.kinds import KnownKinds, is_crd
+from flotilla.cli.reads import list_objects
 from flotilla.cli.webhook_client import WebhookClient
+from flotilla.store import Store
 
 
 def violations_line(name: str, response: webhook_pb2.AdmissionResponse) -> str:
@@ -21,18 +29,44 @@ def violations_line(name: str, response: webhook_pb2.AdmissionResponse) -> str:
     return f"error: {name}: {problems or 'rejected'}"
 
 
+async def stored_crds(store: Store) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions applied so far (templates like any other kind)."""
+    listed = await list_objects(store, registry.lookup("customresourcedefinitions"))
+    return [printers.content(crd) for crd in listed.items]
+
+
+def kind_problems(sources: list[tuple[str, dict[str, Any]]], crds: list[dict[str, Any]]) -> dict[int, str]:
+    """Index -> one error line, for each document whose apiVersion/kind no server would map."""
+    known = KnownKinds([*crds, *(doc for _, doc in sources if is_crd(doc))])
+    problems = {}
+    for i, (path, doc) in enumerate(sources):
+        if not doc.get("apiVersion") or not doc.get("kind"):
+            continue  # admission names the missing field (`kind: required`)
+        problem = known.problem(doc)
+        if problem:
+            problems[i] = f'error: {display_name(doc)} from "{source_name(path)}": {problem}'
+    return problems
+
+
 async def cmd_apply(args: argparse.Namespace) -> int:
-    docs = read_documents(args.filename)
+    sources = read_sources(args.filename)
+    docs = [doc for _, doc in sources]
     async with open_store(args) as store:
+        # Every problem of every document is reported before anything is written.
+        known = KnownKinds([doc for doc in docs if is_crd(doc)])
+        needs_crds = any(known.problem(doc) for doc in docs if doc.get("apiVersion") and doc.get("kind"))
+        problems = kind_problems(sources, await stored_crds(store) if needs_crds else [])
         webhook = WebhookClient(store)
-        rejected = 0
-        for doc in docs:
+        for i, doc in enumerate(docs):
+            if i in problems:
+                continue
             request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
             response = await webhook.call(lambda s: s.Validate, request)
             if not response.allowed:
-                rejected += 1
-                print(violations_line(display_name(doc), response), file=sys.stderr)
-        if rejected:
+                problems[i] = violations_line(display_name(doc), response)
+        if problems:
+            for i in sorted(problems):
+                print(problems[i], file=sys.stderr)
             return 1
         for doc in docs:
             request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))

@@ -6,9 +6,10 @@ import argparse
 import contextlib
 from collections.abc import AsyncIterator
 
+from flotilla.cli.context import resolve_endpoints
 from flotilla.cli.errors import CLIError, short
 from flotilla.store import Store, StoreError
-from flotilla.store.connect import make_client, resolve_endpoints
+from flotilla.store.connect import make_client
 
 
 @contextlib.asynccontextmanager

@@ -25,6 +25,7 @@ from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
 from flotilla.cli.get import add_namespace_flag, namespace_for, resolve_kind, split_kind_name
 from flotilla.cli.printers import event_source, with_type_fields
+from flotilla.cli.reads import try_get_object
 from flotilla.store.events import events_for
 
 INDENT = "  "
@@ -248,7 +249,7 @@ async def cmd_describe(args: argparse.Namespace) -> int:
         raise CLIError(f"describe {kind}: a NAME is required")
     async with open_store(args) as store:
         rt = await resolve_kind(store, kind)
-        obj = await store.try_get(rt, namespace_for(rt, args.namespace) or "", name)
+        obj = await try_get_object(store, rt, namespace_for(rt, args.namespace) or "", name)
         if obj is None:
             raise CLIError(f'{rt.plural} "{name}" not found')
         events = await events_for(store, obj)

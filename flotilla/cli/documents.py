@@ -14,7 +14,17 @@ from flotilla.cli.errors import CLIError
 
 
 def read_documents(paths: list[str]) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
+    return [doc for _, doc in read_sources(paths)]
+
+
+def source_name(path: str) -> str:
+    """How output names where a document came from (kubectl says STDIN for `-`)."""
+    return "STDIN" if path == "-" else path
+
+
+def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every document of every file, with the path it came from."""
+    docs: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
         try:
             text = sys.stdin.read() if path == "-" else Path(path).read_text()
@@ -27,7 +37,7 @@ def read_documents(paths: list[str]) -> list[dict[str, Any]]:
         for i, doc in enumerate(found):
             if not isinstance(doc, dict):
                 raise CLIError(f"{path}: document {i + 1} is not an object")
-        docs.extend(found)
+        docs.extend((path, doc) for doc in found)
     if not docs:
         raise CLIError(f"no objects found in {', '.join(paths)}")
     return docs

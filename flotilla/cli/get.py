@@ -9,12 +9,15 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from flotilla.api import registry
 from flotilla.api.registry import ResourceType, UnknownResourceError
 from flotilla.api.v1 import meta_pb2
 from flotilla.cli import printers
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
+from flotilla.cli.reads import Listed, list_objects, try_get_object, undecodable_line
 from flotilla.store import Store
 
 OUTPUTS = ("wide", "json", "yaml", "name")
@@ -79,8 +82,11 @@ async def _stored_template_kind(store: Store, name: str) -> ResourceType | None:
             got = await store.client.get(kv.key)
             if got is None:
                 continue
-            sample = meta_pb2.Unstructured.FromString(got.value)
-            return registry.for_kind(sample.api_version, sample.kind)
+            try:
+                sample = meta_pb2.Unstructured.FromString(got.value)
+                return registry.for_kind(sample.api_version, sample.kind)
+            except (DecodeError, UnknownResourceError):
+                continue  # a value that does not decode says nothing about its kind: try the next
     return None
 
 
@@ -88,7 +94,7 @@ async def _custom_kind(store: Store, name: str) -> ResourceType | None:
     # kubectl learns custom kinds from discovery, which serves what the CRDs declare;
     # CRDs are resource templates here, so they are in etcd for the reading.
     wanted = name.lower()
-    for crd in (await store.list(registry.lookup("customresourcedefinitions"))).items:
+    for crd in (await list_objects(store, registry.lookup("customresourcedefinitions"))).items:
         spec = printers.content(crd).get("spec") or {}
         names = spec.get("names") or {}
         group, kind, plural = spec.get("group", ""), names.get("kind", ""), names.get("plural", "")
@@ -139,15 +145,16 @@ async def fetch(
     namespace: str | None,
     name: str | None,
     selector: dict[str, str] | None,
-) -> list[Any]:
-    """One named object (or a one-line not-found error), else the selected list in display order."""
+) -> Listed:
+    """One named object (or a one-line not-found error), else the selected list in display order;
+    values that do not decode are left out and named in `undecodable`."""
     if name is None:
-        listed = await store.list(rt, namespace, selector)
-        return printers.display_order(rt, listed.items)
-    obj = await store.try_get(rt, namespace or "", name)
+        listed = await list_objects(store, rt, namespace, selector)
+        return Listed(printers.display_order(rt, listed.items), listed.undecodable)
+    obj = await try_get_object(store, rt, namespace or "", name)
     if obj is None:
         raise CLIError(f'{rt.plural} "{name}" not found')
-    return [obj]
+    return Listed([obj])
 
 
 def _check(args: argparse.Namespace, name: str | None) -> None:
@@ -169,15 +176,21 @@ async def cmd_get(args: argparse.Namespace) -> int:
     async with open_store(args) as store:
         rt = await resolve_kind(store, kind)
         namespace = namespace_for(rt, args.namespace, args.all_namespaces)
-        objs = await fetch(store, rt, namespace, name, selector)
+        listed = await fetch(store, rt, namespace, name, selector)
+    objs = listed.items
+    # Each value that does not decode is one line on stderr; the good rows still print.
+    for key in listed.undecodable:
+        print(undecodable_line(rt, key), file=sys.stderr)
+    failed = 1 if listed.undecodable else 0
     if not objs and args.output not in ("json", "yaml"):
-        # kubectl says so on stderr, so that a script reading stdout sees nothing.
-        print(printers.no_resources(namespace), file=sys.stderr)
-        return 0
+        if not failed:
+            # kubectl says so on stderr, so that a script reading stdout sees nothing.
+            print(printers.no_resources(namespace), file=sys.stderr)
+        return failed
     all_namespaces = bool(args.all_namespaces) and rt.namespaced
     print(render(rt, objs, args.output, datetime.now(UTC), single=name is not None, all_namespaces=all_namespaces,
                  headers=not args.no_headers))
-    return 0
+    return failed
 
 
 def add_namespace_flag(parser: argparse.ArgumentParser) -> None:

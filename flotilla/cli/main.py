@@ -8,6 +8,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+import grpc
+from google.protobuf.message import DecodeError
+
 from flotilla.api.codec import CodecError
 from flotilla.api.registry import UnknownResourceError
 from flotilla.cli import apply, delete, describe, get, join, member, schedule, status, taint
@@ -16,6 +19,9 @@ from flotilla.store import StoreError
 
 # Each command module has `register(subparsers)`, which sets `run` on its parser.
 COMMANDS = [get, describe, apply, delete, taint, join, member, schedule, status]
+
+# What a user's input or environment causes: their message is the whole line.
+EXPECTED = (CLIError, StoreError, CodecError, UnknownResourceError, ValueError, OSError, TimeoutError)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -28,7 +34,8 @@ class OneLineParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="flotillactl", description="Use and inspect Flotilla.")
     parser.add_argument("--etcd-endpoints", default=None,
-                        help="etcd URLs (default: FLOTILLA_ETCD_ENDPOINTS, else http://127.0.0.1:2379)")
+                        help="etcd URLs (default: FLOTILLA_ETCD_ENDPOINTS, else the plane `flotilla up` "
+                             "started last)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for module in COMMANDS:
@@ -40,13 +47,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return asyncio.run(args.run(args))
-    except (CLIError, StoreError, CodecError, UnknownResourceError, ValueError, OSError) as e:
-        if args.debug:
-            raise
-        print(f"error: {short(e)}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        if args.debug:
+            raise
+        print(f"error: {describe_failure(e)}", file=sys.stderr)
+        return 1
+
+
+def describe_failure(e: BaseException) -> str:
+    """One line for any failure: the message of the errors users cause, a named one for the rest."""
+    if isinstance(e, grpc.aio.AioRpcError):
+        return f"{e.code().name.lower()}: {short(Exception(e.details() or ''))}"
+    if isinstance(e, DecodeError):
+        return f"a stored value cannot be decoded: {short(e)}"
+    if isinstance(e, EXPECTED):
+        return short(e)
+    # A bug, not a mistake of the user's: still one line, and the way to see more.
+    return f"{type(e).__name__}: {short(e)} (run with --debug for the traceback)"
 
 
 if __name__ == "__main__":

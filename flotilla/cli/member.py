@@ -20,6 +20,7 @@ from flotilla.cli import printers
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError, short
 from flotilla.cli.get import resolve_kind
+from flotilla.cli.reads import list_objects, undecodable_line
 from flotilla.cli.table import table
 from flotilla.credentials import load_credentials
 from flotilla.member import MemberClient
@@ -67,7 +68,10 @@ async def cmd_member_get(args: argparse.Namespace) -> int:
     wanted = [c for c in (args.clusters or "").split(",") if c]
     async with open_store(args) as store:
         rt = await resolve_kind(store, args.kind)
-        clusters = sorted((await store.list(registry.CLUSTER)).items, key=lambda c: c.metadata.name)
+        listed = await list_objects(store, registry.CLUSTER)
+        for key in listed.undecodable:
+            print(undecodable_line(registry.CLUSTER, key), file=sys.stderr)
+        clusters = sorted(listed.items, key=lambda c: c.metadata.name)
         unknown = set(wanted) - {c.metadata.name for c in clusters}
         if unknown:
             raise CLIError(f"unknown cluster(s): {', '.join(sorted(unknown))}")

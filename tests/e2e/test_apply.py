@@ -15,6 +15,7 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
+from flotilla.cli.kinds import KnownKinds
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
@@ -80,6 +81,7 @@ def get_json(etcd: EmbeddedEtcd, doc: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_example_applies_and_reads_back_equal(clean_etcd: EmbeddedEtcd, path: Path) -> None:
     docs = codec.load_yaml_documents(path.read_text())
+    install_crds_for(clean_etcd, docs)
     applied = flotillactl(clean_etcd, "apply", "-f", str(path))
     assert applied.returncode == 0, applied.stderr
     assert applied.stdout.splitlines() == [f"{d['kind'].lower()}/{d['metadata']['name']} created" for d in docs]
@@ -95,6 +97,23 @@ def test_example_applies_and_reads_back_equal(clean_etcd: EmbeddedEtcd, path: Pa
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines() == [f"{d['kind'].lower()}/{d['metadata']['name']} unchanged" for d in docs]
     assert [get_json(clean_etcd, d)["metadata"]["resourceVersion"] for d in docs] == versions
+
+
+def install_crds_for(etcd: EmbeddedEtcd, docs: list[dict[str, Any]]) -> None:
+    """As on a Karmada API server, a custom kind (FlinkDeployment) needs its CRD applied first."""
+    known = KnownKinds()
+    for doc in docs:
+        if not known.problem(doc):
+            continue
+        group, version = doc["apiVersion"].split("/")
+        plural = doc["kind"].lower() + "s"
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": f"{plural}.{group}"},
+               "spec": {"group": group, "scope": "Namespaced", "names": {"kind": doc["kind"], "plural": plural},
+                        "versions": [{"name": version, "served": True, "storage": True}]}}
+        result = subprocess.run([FLOTILLACTL, "--etcd-endpoints", etcd.endpoint, "apply", "-f", "-"], cwd=ROOT,
+                                input=json.dumps(crd), capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
 
 
 def _contains(stored: Any, written: Any) -> bool:
@@ -186,3 +205,80 @@ def test_no_webhook_is_one_clear_line(private_etcd: EmbeddedEtcd) -> None:
     assert result.stderr.strip() == (
         f"error: no webhook service is registered in etcd at {private_etcd.endpoint} (is `flotilla up` running?)"
     )
+
+
+def _doc(api_version: str, kind: str, name: str) -> str:
+    return f"apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: default\n"
+
+
+GOOD_CONFIGMAP = _doc("v1", "ConfigMap", "fine")
+UNKNOWN_KIND_CASES = [
+    # (documents, the error lines, in document order)
+    ([_doc("v1", "ConfigMapp", "x")],
+     ['error: configmapp/x from "STDIN": no matches for kind "ConfigMapp" in version "v1" '
+      '(did you mean "ConfigMap"?)']),
+    ([GOOD_CONFIGMAP, _doc("apps/v2", "Deployment", "web")],
+     ['error: deployment/web from "STDIN": no matches for kind "Deployment" in version "apps/v2" '
+      "(Deployment is served at apps/v1)"]),
+    # Every bad document is reported, the unknown kinds and what admission rejects alike.
+    ([_doc("v1", "ConfigMapp", "a"), GOOD_CONFIGMAP, _doc("example.com/v1", "Widget", "w"), INVALID_CASES[0][1]],
+     ['error: configmapp/a from "STDIN": no matches for kind "ConfigMapp" in version "v1" '
+      '(did you mean "ConfigMap"?)',
+      'error: widget/w from "STDIN": no matches for kind "Widget" in version "example.com/v1" '
+      "(is its CustomResourceDefinition applied?)",
+      None]),
+    # A missing apiVersion is admission's to name, with its field path.
+    (["kind: ConfigMap\nmetadata:\n  name: typeless\n", _doc("v1", "ConfigMapp", "x")],
+     ["error: configmap/typeless: apiVersion: required",
+      'error: configmapp/x from "STDIN": no matches for kind "ConfigMapp" in version "v1" '
+      '(did you mean "ConfigMap"?)']),
+]
+
+
+@pytest.mark.parametrize(("docs", "lines"), UNKNOWN_KIND_CASES, ids=["typo", "version", "several", "no-apiversion"])
+def test_unknown_kinds_are_each_one_line_and_nothing_is_written(
+    clean_etcd: EmbeddedEtcd, ctl: Callable[..., CtlResult], docs: list[str], lines: list[str | None]
+) -> None:
+    revision = etcd_revision(clean_etcd)
+    result = ctl("apply", "-f", "-", stdin="\n---\n".join(docs))
+    assert (result.code, result.out) == (1, "")
+    got = result.err.strip().splitlines()
+    assert len(got) == len(lines), result.err
+    for line, expected in zip(got, lines, strict=True):
+        assert line.startswith("error: ")
+        if expected is not None:
+            assert line == expected
+    assert etcd_revision(clean_etcd) == revision
+
+
+WIDGET_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+    - {name: v1, served: true, storage: true}
+"""
+
+
+def test_a_custom_kind_is_known_once_its_crd_is_applied(
+    clean_etcd: EmbeddedEtcd, ctl: Callable[..., CtlResult], tmp_path: Path
+) -> None:
+    widget = _doc("example.com/v1", "Widget", "w")
+    assert ctl("apply", "-f", "-", stdin=widget).code == 1
+    # In the same file as its CRD...
+    path = tmp_path / "widget.yaml"
+    path.write_text(WIDGET_CRD + "---\n" + widget)
+    both = ctl("apply", "-f", str(path))
+    assert both.code == 0, both.err
+    assert both.out.splitlines() == ["customresourcedefinition/widgets.example.com created", "widget/w created"]
+    # ... or in a later apply once the CRD is stored; a version it does not serve is still unknown.
+    assert ctl("apply", "-f", "-", stdin=_doc("example.com/v1", "Widget", "w2")).code == 0
+    wrong = ctl("apply", "-f", "-", stdin=_doc("example.com/v2", "Widget", "w3"))
+    assert wrong.code == 1
+    assert wrong.err.strip() == ('error: widget/w3 from "STDIN": no matches for kind "Widget" in version '
+                                 '"example.com/v2" (Widget is served at example.com/v1)')

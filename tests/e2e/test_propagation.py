@@ -30,6 +30,9 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
                         cwd=ROOT, capture_output=True, text=True, timeout=120)
     try:
         assert up.returncode == 0, up.stderr
+        # `up` returns once every member is Ready and untainted. A Divided binding placed while
+        # member1 still had its not-ready NoSchedule taint went all to member2 and, as in Karmada,
+        # stayed there when member1 turned Ready: the 1:2 split below then never came.
         yield {"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}", "data_dir": str(data_dir)}
     finally:
         subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,

@@ -63,31 +63,42 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) 
 def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
     data_dir = tmp_path / "plane"
     port = free_port()
-    env = {"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}"}
+    # No endpoint anywhere: flotillactl finds the plane through the context `up` records.
+    config = tmp_path / "config"
+    env = {"XDG_CONFIG_HOME": str(config)}
     up = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port", str(port),
-                 "--sim-clusters", "3", "--profile", "demo")
+                 "--sim-clusters", "3", "--profile", "demo", env=env)
     try:
         assert up.returncode == 0, up.stderr
         assert up.stdout.strip().splitlines()[-1] == f"export FLOTILLA_ETCD_ENDPOINTS=http://127.0.0.1:{port}"
+        assert (config / "flotilla" / "current").read_text().strip() == str(data_dir.resolve())
+        assert json.loads((data_dir / "context.json").read_text())["etcd_endpoints"] == f"http://127.0.0.1:{port}"
+        # `up` returned only once every member is Ready: no waiting here.
+        clusters = run_cli(str(BIN / "flotillactl"), "get", "clusters", "--no-headers", env=env)
+        assert [line.split()[:4] for line in clusters.stdout.splitlines()] == [
+            ["member1", "v1.31.0", "Push", "True"], ["member2", "v1.31.0", "Push", "True"],
+            ["member3", "v1.31.0", "Pull", "True"]], clusters.stderr
         status = run_cli(str(BIN / "flotillactl"), "status", env=env)
         assert status.returncode == 0, status.stderr
         header, *rows = status.stdout.strip().splitlines()
         assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"]
         assert [r.split()[0] for r in rows] == sorted([*SERVICES, "sim", "agent-member3"])
         assert all("SERVING" in r for r in rows)
-        clusters = run_cli(str(BIN / "flotillactl"), "get", "clusters", "--no-headers", env=env)
-        assert [line.split()[:3:2] for line in clusters.stdout.splitlines()] == [
-            ["member1", "Push"], ["member2", "Push"], ["member3", "Pull"]]
+        fault = run_cli(str(BIN / "flotilla"), "sim", "fault", "member2", "slow", "--latency", "0.01", env=env)
+        assert (fault.returncode, fault.stdout.strip()) == (0, "member2: slow"), fault.stderr
         started = json.loads((data_dir / "run.json").read_text())
         pids = [started["etcd_pid"], *started["services"].values()]
-        again = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir))
+        again = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), env=env)
         assert again.returncode == 1 and "already running" in again.stderr
         # The refused second `up` leaves the running plane alone.
         assert (data_dir / "run.json").exists()
     finally:
-        down = run_cli(str(BIN / "flotilla"), "down", "--data-dir", str(data_dir))
+        down = run_cli(str(BIN / "flotilla"), "down", "--data-dir", str(data_dir), env=env)
     assert down.returncode == 0, down.stderr
     assert not (data_dir / "run.json").exists()
+    assert not (data_dir / "context.json").exists() and not (config / "flotilla" / "current").exists()
+    gone = run_cli(str(BIN / "flotillactl"), "get", "clusters", env=env)
+    assert gone.returncode == 1 and "run `flotilla up`" in gone.stderr
     assert not [pid for pid in pids if _alive(pid)], "down stops every process up started"
 
 
@@ -106,3 +117,4 @@ def test_status_names_the_unreachable_etcd() -> None:
     assert f"127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
