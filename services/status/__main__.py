@@ -48,7 +48,7 @@ async def lead(ctx: ServiceContext) -> None:
     leases = manager.informer(registry.LEASE, namespace=LEASE_NAMESPACE)
     clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
     push = manager.controller("cluster-status", PushStatusReconciler(
-        ctx.store, ctx.clock, clusters, ctx.extra["prober"], clients, args.cluster_status_update_frequency,
+        ctx.store, clusters, ctx.extra["prober"], clients, args.cluster_status_update_frequency,
         ctx.events, ctx.tracer,
     ), workers=args.concurrent_cluster_syncs)
     lifecycle = manager.controller("cluster-lifecycle", ClusterLifecycleReconciler(
