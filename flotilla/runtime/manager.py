@@ -224,7 +224,7 @@ class Manager:
 
     def _start_informer(self, key: tuple[str, str | None], informer: Informer) -> None:
         name = f"informer/{key[0]}" + (f"/{key[1]}" if key[1] else "")
-        self._informer_tasks.append(self._spawn(name, informer.run))
+        self._informer_tasks.append(self._spawn(name, lambda: informer.run()))
 
     def _spawn(self, name: str, factory: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         task = asyncio.create_task(self._supervise(name, factory), name=name)
