@@ -49,15 +49,20 @@ class Controller:
         self.queue.add(key)
 
     async def run(self) -> None:
-        """Run the workers until `stop()`; cancelling `run()` cancels them."""
+        """Run the workers until `stop()`; cancelling `run()` cancels them.
+
+        Run again after it ended (a supervisor restarting it), it continues with the same queue.
+        """
         if self._running:
             raise RuntimeError(f"controller {self.name} is already running")
         self._running = True
+        self._finished = asyncio.Event()
         try:
             async with asyncio.TaskGroup() as workers:
                 for i in range(self._workers):
                     workers.create_task(self._work(), name=f"{self.name}-worker-{i}")
         finally:
+            self._running = False
             self._finished.set()
 
     async def stop(self) -> None:

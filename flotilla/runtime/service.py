@@ -28,6 +28,7 @@ from opentelemetry import trace
 
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.flags import apply_env_defaults, duration
+from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
 from flotilla.store.connect import resolve_endpoints
@@ -53,6 +54,15 @@ class ServiceContext:
     elector: LeaderElector | None = None
     # What servicers and leader work of one service share (e.g. in-memory state to inspect).
     extra: dict[str, Any] = field(default_factory=dict)
+    # Set by the runner: the service's gRPC health follows its managers' tasks.
+    on_unhealthy: Callable[[str, BaseException], Awaitable[None] | None] | None = None
+    on_healthy: Callable[[], Awaitable[None] | None] | None = None
+
+    def manager(self, **kwargs: Any) -> Manager:
+        """A Manager on this service's store and clock whose failing tasks turn the service
+        NOT_SERVING until they are running again."""
+        return Manager(self.store, self.clock, on_unhealthy=self.on_unhealthy, on_healthy=self.on_healthy,
+                       **kwargs)
 
 
 @dataclass
@@ -136,6 +146,8 @@ class Runner:
             identity=self.identity,
             events=EventRecorder(store, self.spec.name, host=socket.gethostname()),
             tracer=trace.get_tracer(f"flotilla.{self.spec.name}"),
+            on_unhealthy=self._task_down,
+            on_healthy=self._tasks_up,
         )
         server = grpc.aio.server()
         ctx.server = server
@@ -162,8 +174,7 @@ class Runner:
             ttl=max(int(self.args.endpoint_ttl), 1),
         )
         await registration.start()
-        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set(self.spec.name, health_pb2.HealthCheckResponse.SERVING)
+        await self._set_serving(True)
         log.info("event=serving address=%s metrics_port=%s identity=%s", self.address, self.metrics_port, self.identity)
         leading = asyncio.create_task(self._lead_forever(ctx))
         try:
@@ -181,18 +192,40 @@ class Runner:
             await store.close()
             provider.shutdown()
 
+    async def _set_serving(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        await self.health.set("", status)
+        await self.health.set(self.spec.name, status)
+
+    async def _task_down(self, name: str, error: BaseException) -> None:
+        log.warning("event=not-serving task=%s error=%s: %s", name, type(error).__name__, error)
+        await self._set_serving(False)
+
+    async def _tasks_up(self) -> None:
+        log.info("event=serving-again")
+        await self._set_serving(True)
+
+    async def _lead(self, ctx: ServiceContext) -> None:
+        assert self.spec.lead is not None
+        try:
+            await self.spec.lead(ctx)
+        finally:
+            # A task that was down when leadership ended is no reason for a standby to look
+            # broken; after graceful shutdown began, the servicer ignores this.
+            await self._set_serving(True)
+
     async def _lead_forever(self, ctx: ServiceContext) -> None:
         if self.spec.lead is None:
             return
         if not self.args.leader_elect:
-            await self.spec.lead(ctx)
+            await self._lead(ctx)
             return
         ttl = max(int(self.args.leader_elect_lease_duration), 1)
         while True:
             elector = LeaderElector(ctx.store.client, self.spec.name, self.identity, ttl)
             ctx.elector = elector
             await elector.campaign()
-            work = asyncio.create_task(self.spec.lead(ctx))
+            work = asyncio.create_task(self._lead(ctx))
             lost = asyncio.create_task(elector.lost.wait())
             try:
                 await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)

@@ -8,11 +8,9 @@ agents of different clusters never block each other or the executor.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
-from collections.abc import Coroutine, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.clients import MemberClients
@@ -52,23 +50,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def lead_controller(ctx: ServiceContext) -> None:
     args = ctx.args
+    # One manager for both sides, so they share the Work informer.
+    manager = ctx.manager()
     clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
-    execution = ExecutionManager(
+    ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
         status_period=args.work_status_sync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        manager=manager,
     )
-    try:
-        await asyncio.gather(execution.run(), *binding_side(ctx))
-    finally:
-        await clients.close()
-
-
-def binding_side(ctx: ServiceContext) -> list[Coroutine[Any, Any, None]]:
-    """The detector, the binding controllers and status aggregation."""
-    args = ctx.args
+    # The detector, the binding controllers and status aggregation.
     config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
                             workers=args.concurrent_resourcebinding_syncs)
-    return [ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer).run()]
+    ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager)
+    try:
+        await manager.run()
+    finally:
+        await clients.close()
 
 
 async def lead_agent(ctx: ServiceContext) -> None:
@@ -88,12 +85,15 @@ async def lead_agent(ctx: ServiceContext) -> None:
     async def connect(_: cluster_pb2.Cluster) -> MemberClient:
         return client
 
-    execution = ExecutionManager(
+    manager = ctx.manager()
+    ExecutionManager(
         ctx.store, ctx.clock, connect, lambda c: c.metadata.name == args.cluster, only_cluster=args.cluster,
         status_period=args.work_status_sync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        manager=manager,
     )
+    manager.add_runnable("pull-agent", agent.run)
     try:
-        await asyncio.gather(agent.run(), execution.run())
+        await manager.run()
     finally:
         await client.close()
 

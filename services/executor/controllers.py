@@ -1,6 +1,6 @@
 """The executor's control-plane side wired together: informers, the detector, the dependencies
 distributor, the binding controller and the binding-status controller, and the event routing
-between them.
+between them (see routing.py), on a Manager.
 
 A plain class, so tests run it in-process with a store and a clock, stop it at any moment,
 and start a fresh one as a restarted service would.
@@ -16,47 +16,33 @@ watching it. A kind, once watched, is watched until the executor stops.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 
-from flotilla.api import keys, registry
-from flotilla.api.v1 import policy_pb2
-from flotilla.binding_builder import template_content
+from flotilla.api import registry
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller
-from flotilla.runtime.workqueue import WorkQueue
+from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder
-from flotilla.store.informer import EventType, Informer
-from services.executor import dependencies, policy_match, works
-from services.executor.binding_controller import (
-    DIRECTLY_REQUEUE_SECONDS,
-    BindingReconciler,
-    binding_key,
-    binding_ref_of_work,
-    index_works,
-)
+from flotilla.store.informer import Informer
+from services.executor import dependencies, policy_match, routing
+from services.executor.binding_controller import DIRECTLY_REQUEUE_SECONDS, BindingReconciler, index_works
 from services.executor.binding_status import BindingStatusReconciler
 from services.executor.detector import (
     CLAIM_INDEX,
-    CPP_FINALIZER,
     DEPENDED_BY_INDEX,
     DEPENDENCIES_INDEX,
     NAMESPACE_INDEX,
-    PP_FINALIZER,
     DependencyReconciler,
     DetectorConfig,
     PolicyFinalizerReconciler,
     TemplateReconciler,
-    policy_key,
-    template_key,
-    template_key_of,
-    template_key_of_binding,
 )
+from services.executor.routing import RB
 
 # Karmada's defaults: StatefulFailoverInjection is alpha and off, PropagateDeps beta and on,
 # PropagationPolicyPreemption alpha and off.
@@ -80,68 +66,61 @@ class ExecutorConfig:
         return {**DEFAULT_GATES, **self.feature_gates}[name]
 
 
-def _object_key(obj: Any) -> str:
-    return keys.object_key(obj.metadata.namespace, obj.metadata.name)
-
-
-def _deleting(obj: Any) -> bool:
-    return obj is not None and works.is_deleting(obj)
-
-
-def _template_spec(template: Any) -> dict[str, Any]:
-    content = template_content(template)
-    content.pop("status", None)
-    return content
-
-
-def specification_changed(old: Any, new: Any) -> bool:
-    """Karmada's SpecificationChanged: anything but status and server bookkeeping."""
-    return (old.metadata.labels != new.metadata.labels or old.metadata.annotations != new.metadata.annotations
-            or old.metadata.uid != new.metadata.uid or _deleting(old) != _deleting(new)
-            or old.metadata.owner_references != new.metadata.owner_references
-            or _template_spec(old) != _template_spec(new))
-
-
 class ExecutorControllers:
     def __init__(self, store: Store, clock: Clock, config: ExecutorConfig | None = None,
-                 events: EventRecorder | None = None, tracer: trace.Tracer | None = None) -> None:
-        self.store = store
-        self.clock = clock
+                 events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
+                 manager: Manager | None = None) -> None:
         self.config = config = config or ExecutorConfig()
-        self.policies = Informer(store, registry.PROPAGATION_POLICY)
+        self.manager = manager = manager or Manager(store, clock)
+        self.policies = manager.informer(registry.PROPAGATION_POLICY)
         self.policies.add_indexer(NAMESPACE_INDEX, lambda p: [p.metadata.namespace])
-        self.cluster_policies = Informer(store, registry.CLUSTER_PROPAGATION_POLICY)
-        self.bindings = {rt.kind: Informer(store, rt)
+        self.cluster_policies = manager.informer(registry.CLUSTER_PROPAGATION_POLICY)
+        self.bindings = {rt.kind: manager.informer(rt)
                          for rt in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)}
         for informer in self.bindings.values():
             informer.add_indexer(CLAIM_INDEX, lambda b: [c.key] if (c := policy_match.claim_of(b.metadata)) else [])
-        self.bindings[registry.RESOURCE_BINDING.kind].add_indexer(DEPENDED_BY_INDEX, dependencies.depended_by)
-        self.works = Informer(store, registry.WORK)
+        self.bindings[RB].add_indexer(DEPENDED_BY_INDEX, dependencies.depended_by)
+        self.works = manager.informer(registry.WORK)
         index_works(self.works)
         # By etcd resource: every version of a kind lives under one prefix, so one informer serves them all.
         self.templates: dict[str, Informer] = {}
-        self._tasks: dict[Informer, asyncio.Task[None]] = {}
-        self._running = False
 
-        def controller(name: str, reconciler: Any, workers: int = config.workers) -> Controller:
-            return Controller(name, reconciler, WorkQueue(clock, name), workers=workers)
-
-        self.detector = controller("detector", TemplateReconciler(
+        self.detector = manager.controller("detector", TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
-            DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption")), events))
-        self.distributor = controller("dependencies-distributor", DependencyReconciler(
-            store, clock, self.bindings[registry.RESOURCE_BINDING.kind], config.gate("PropagateDeps")))
-        self.policy_finalizers = controller("policy-finalizer", PolicyFinalizerReconciler(store, clock), workers=1)
-        self.binding_controller = controller("binding", BindingReconciler(
+            DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption")), events),
+            workers=config.workers)
+        self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(
+            store, clock, self.bindings[RB], config.gate("PropagateDeps")), workers=config.workers)
+        self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
+        self.binding_controller = manager.controller("binding", BindingReconciler(
             store, clock, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
-            config.directly_requeue))
-        self.binding_status = controller("binding-status", BindingStatusReconciler(
-            store, clock, self.bindings, self.works))
-        self.policies.add_handler(self._on_policy)
-        self.cluster_policies.add_handler(self._on_policy)
+            config.directly_requeue), workers=config.workers)
+        self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
+            store, clock, self.bindings, self.works), workers=config.workers)
+
+        for policies in (self.policies, self.cluster_policies):
+            # First: the watches below read the template informers it starts.
+            manager.on_event(policies, self._watch_selected_kinds, predicate=routing.policy_changed)
+            manager.watch(policies, routing.selected_templates(self.templates), self.detector,
+                          predicate=routing.policy_changed)
+            manager.watch(policies, routing.claimed_templates(self.bindings), self.detector,
+                          predicate=routing.policy_changed)
+            manager.watch(policies, routing.finalizing_policy, self.policy_finalizers,
+                          predicate=routing.policy_changed)
         for kind, informer in self.bindings.items():
-            informer.add_handler(self._binding_handler(kind))
-        self.works.add_handler(self._on_work)
+            manager.on_event(informer, self._watch_kind_of_binding, predicate=routing.came_or_went)
+            manager.watch(informer, routing.template_of_binding, self.detector,
+                          predicate=routing.binding_came_or_went)
+            manager.watch(informer, routing.binding(kind), self.binding_controller,
+                          predicate=routing.binding_spec_changed)
+            manager.watch(informer, routing.binding(kind), self.binding_status, predicate=routing.binding_scheduled)
+        rbs = self.bindings[RB]
+        manager.on_event(rbs, self._watch_dependents, predicate=routing.propagates_deps)
+        manager.watch(rbs, routing.binding(RB), self.distributor, predicate=routing.propagates_deps)
+        manager.watch(rbs, routing.workloads_depending_on, self.distributor)
+        manager.watch(self.works, routing.binding_of_work, self.binding_controller,
+                      predicate=routing.work_spec_changed)
+        manager.watch(self.works, routing.binding_of_work, self.binding_status, predicate=routing.work_status_changed)
 
     @property
     def controllers(self) -> list[Controller]:
@@ -151,130 +130,35 @@ class ExecutorControllers:
 
     def watch_templates(self, api_version: str, kind: str) -> Informer | None:
         """The informer of a template kind, started on first use; None for a built-in kind."""
-        try:
-            rt = registry.for_kind(api_version, kind)
-        except registry.UnknownResourceError:
-            return None
-        if not rt.is_template:
+        rt = routing.template_type(api_version, kind)
+        if rt is None:
             return None
         informer = self.templates.get(rt.resource)
         if informer is None:
-            informer = Informer(self.store, rt)
-            informer.add_indexer(DEPENDENCIES_INDEX, lambda t: [
-                template_key(*dep) for dep in dependencies.dependencies(t)])
-            informer.add_handler(self._on_template)
+            informer = self.manager.informer(rt)
+            informer.add_indexer(DEPENDENCIES_INDEX, routing.template_dependencies)
+            spec_changed = routing.template_spec_changed
+            self.manager.watch(informer, routing.template, self.detector, predicate=spec_changed)
+            self.manager.watch(informer, routing.binding_of_template, self.binding_controller,
+                               predicate=spec_changed)
+            self.manager.watch(informer, routing.dependents_of_template(self.templates), self.distributor,
+                               predicate=spec_changed)
             self.templates[rt.resource] = informer
-            if self._running:
-                self._start(informer)
         return informer
 
-    def _watch_dependents(self) -> None:
+    def _watch_selected_kinds(self, event: WatchEvent[Any]) -> None:
+        for api_version, kind in routing.selected_kinds(event):
+            self.watch_templates(api_version, kind)
+
+    def _watch_kind_of_binding(self, event: WatchEvent[Any]) -> None:
+        resource = event.obj.spec.resource
+        self.watch_templates(resource.api_version, resource.kind)
+
+    def _watch_dependents(self, _: object = None) -> None:
         if self.config.gate("PropagateDeps"):
             for api_version, kind in DEPENDENT_KINDS:
                 self.watch_templates(api_version, kind)
 
-    def _start(self, informer: Informer) -> None:
-        if informer not in self._tasks:
-            self._tasks[informer] = asyncio.create_task(informer.run(), name=f"informer-{informer.rt.resource}")
-
-    # -- event routing -----------------------------------------------------------------------
-
-    def _on_policy(self, kind: EventType, policy: Any, old: Any) -> None:
-        if (kind == EventType.MODIFIED and old.spec == policy.spec and old.metadata.labels == policy.metadata.labels
-                and _deleting(old) == _deleting(policy)):
-            return
-        for version in (policy, old):
-            if version is None:
-                continue
-            namespace = (version.metadata.namespace if isinstance(version, policy_pb2.PropagationPolicy)
-                         else None)
-            for selector in version.spec.resource_selectors:
-                informer = self.watch_templates(selector.api_version, selector.kind)
-                for template in informer.list() if informer is not None else []:
-                    if namespace is None or template.metadata.namespace == namespace:
-                        self.detector.enqueue(template_key_of(template))
-        # Templates it claimed, whatever its selectors say now.
-        for informer in self.bindings.values():
-            for binding in informer.by_index(CLAIM_INDEX, policy_key(policy)):
-                self.detector.enqueue(template_key_of_binding(binding))
-        if kind != EventType.DELETED and _deleting(policy) and (
-                PP_FINALIZER in policy.metadata.finalizers or CPP_FINALIZER in policy.metadata.finalizers):
-            self.policy_finalizers.enqueue(policy_key(policy))
-
-    def _on_template(self, kind: EventType, template: Any, old: Any) -> None:
-        if kind == EventType.MODIFIED and not specification_changed(old, template):
-            return  # a status write (ours, aggregating) changes nothing a binding holds
-        key = template_key_of(template)
-        self.detector.enqueue(key)
-        # The binding records the template's version only along with a change of its own (see
-        # detector.merge_binding): the Works and the dependents follow the template directly.
-        namespace = template.metadata.namespace
-        binding_kind = registry.RESOURCE_BINDING if namespace else registry.CLUSTER_RESOURCE_BINDING
-        binding = binding_key(binding_kind.kind, keys.object_key(
-            namespace, keys.binding_name(template.metadata.name, template.kind)))
-        self.binding_controller.enqueue(binding)
-        if namespace:
-            self.distributor.enqueue(binding)
-        # Workloads whose dependencies include this template get their attached bindings redone.
-        for informer in self.templates.values():
-            for referrer in informer.by_index(DEPENDENCIES_INDEX, key):
-                name = keys.binding_name(referrer.metadata.name, referrer.kind)
-                self.distributor.enqueue(binding_key(registry.RESOURCE_BINDING.kind,
-                                                     keys.object_key(referrer.metadata.namespace, name)))
-
-    def _binding_handler(self, kind_name: str) -> Callable[[EventType, Any, Any], None]:
-        def handle(kind: EventType, binding: Any, old: Any) -> None:
-            key = binding_key(kind_name, _object_key(binding))
-            lifecycle = kind != EventType.MODIFIED or _deleting(old) != _deleting(binding)
-            generation = lifecycle or old.metadata.generation != binding.metadata.generation
-            resource = binding.spec.resource
-            if kind != EventType.MODIFIED and self.watch_templates(resource.api_version, resource.kind) is not None:
-                # At start: its template may be gone. Once gone itself: its template may want a new one.
-                self.detector.enqueue(template_key_of_binding(binding))
-            if generation or old.metadata.labels != binding.metadata.labels:
-                self.binding_controller.enqueue(key)
-            if generation or old.status.last_scheduled_time != binding.status.last_scheduled_time:
-                self.binding_status.enqueue(key)
-            if kind_name != registry.RESOURCE_BINDING.kind:
-                return
-            if generation and (binding.spec.propagate_deps or (old is not None and old.spec.propagate_deps)):
-                self._watch_dependents()
-                self.distributor.enqueue(key)
-            if lifecycle:
-                # An attached binding that went away is made again if its workloads still need it.
-                for label in dependencies.depended_by(binding):
-                    namespace, _, name = binding.metadata.labels[label].partition("_")
-                    self.distributor.enqueue(binding_key(kind_name, keys.object_key(namespace, name)))
-        return handle
-
-    def _on_work(self, kind: EventType, work: Any, old: Any) -> None:
-        ref = binding_ref_of_work(work)
-        if ref is None:
-            return
-        lifecycle = kind != EventType.MODIFIED or _deleting(old) != _deleting(work)
-        if lifecycle or old.spec != work.spec or old.metadata.labels != work.metadata.labels:
-            self.binding_controller.enqueue(ref)
-        if lifecycle or old.status != work.status or old.metadata.annotations != work.metadata.annotations:
-            # The annotations say which template generation the member was given.
-            self.binding_status.enqueue(ref)
-
-    # -- running -----------------------------------------------------------------------------
-
     async def run(self) -> None:
         """Run until cancelled."""
-        self._running = True
-        base = [self.policies, self.cluster_policies, *self.bindings.values(), self.works]
-        for informer in [*base, *self.templates.values()]:
-            self._start(informer)
-        try:
-            for informer in base:
-                await informer.wait_synced()
-            await asyncio.gather(*(c.run() for c in self.controllers))
-        finally:
-            for c in self.controllers:
-                await c.stop()
-            tasks = list(self._tasks.values())
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            self._running = False
+        await self.manager.run()

@@ -113,16 +113,17 @@ class ExecutionReconciler:
         if cluster is None or not is_true(cluster.status.conditions, "Ready"):
             raise ClusterNotReady(f"cluster({cluster.metadata.name if cluster else '?'}) not ready")
         client = await self.connect(cluster)
-        errors = []
+        errors: list[MemberError | ValueError] = []
         items = manifests(work)
         for manifest in items:
             try:
                 await client.apply(manifest)
             except (MemberError, ValueError) as e:
-                errors.append(str(e))
+                errors.append(e)
         if errors:
             applied = (APPLIED, FALSE, "AppliedFailed",
-                       f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): {'; '.join(errors)}")
+                       f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): "
+                       f"{'; '.join(map(str, errors))}")
         else:
             applied = (APPLIED, TRUE, "AppliedSuccessful", "Manifest has been successfully applied")
         await self._set_conditions(work, [
@@ -131,7 +132,8 @@ class ExecutionReconciler:
         log.info("event=work-applied work=%s/%s ok=%s at=%s", work.metadata.namespace, work.metadata.name,
                  not errors, now.isoformat())
         if errors:
-            raise MemberError(errors[0])
+            # Retried with backoff; the condition above already tells the user which failed.
+            raise errors[0]
 
     async def _set_conditions(self, work: work_pb2.Work, conditions: list[tuple[str, str, str, str]],
                               generation: int) -> None:

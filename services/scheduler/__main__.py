@@ -69,7 +69,7 @@ def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]
 
 async def lead(ctx: ServiceContext) -> None:
     loop = SchedulerLoop(ctx.store, ctx.clock, ctx.extra["framework"], options_from(ctx.args),
-                         EventSink(ctx.events, ctx.clock, ctx.args.event_qps), ctx.tracer)
+                         EventSink(ctx.events, ctx.clock, ctx.args.event_qps), ctx.tracer, manager=ctx.manager())
     ctx.extra["loop"] = loop
     try:
         await loop.run()

@@ -53,10 +53,6 @@ class EventSink:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*workers, return_exceptions=True)
 
-    async def flush(self) -> None:
-        """Wait until every event queued so far is written."""
-        await self._queue.join()
-
     async def _work(self) -> None:
         while True:
             obj, event_type, reason, message = await self._queue.get()

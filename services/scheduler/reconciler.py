@@ -11,7 +11,6 @@ is on its way through the informer, which schedules it again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -28,8 +27,8 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, work_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Result
+from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
 from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
-from flotilla.runtime.workqueue import WorkQueue
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
 from flotilla.store import Conflict, NotFound, Store
 from flotilla.store.events import NORMAL, WARNING
@@ -374,7 +373,10 @@ def affected_by(binding: Binding, cluster: ClusterInfo) -> bool:
     return True
 
 
-def _cluster_change_matters(cluster: cluster_pb2.Cluster, old: cluster_pb2.Cluster | None) -> bool:
+def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    if event.type is EventType.DELETED:
+        return False
+    cluster, old = event.obj, event.old
     if old is None:
         return True
     return (
@@ -384,74 +386,81 @@ def _cluster_change_matters(cluster: cluster_pb2.Cluster, old: cluster_pb2.Clust
     )
 
 
+def bindings_affected_by_cluster(bindings: Informer) -> ToKeys[cluster_pb2.Cluster]:
+    def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
+        info = ClusterInfo.from_cluster(event.obj)
+        return [_key(b) for b in bindings.list() if affected_by(b, info)]
+
+    return to_keys
+
+
+def binding_key(event: WatchEvent[Binding]) -> list[str]:
+    return [_key(event.obj)]
+
+
 class SchedulerLoop:
     """What the leader runs: informers over Clusters and both binding kinds, one controller per
     kind, and the wiring that turns their changes into work."""
 
     def __init__(self, store: Store, clock: Clock, framework: Framework, options: SchedulerOptions,
-                 events: EventSink | None = None, tracer: trace.Tracer | None = None) -> None:
-        self.store = store
-        self.options = options
-        self.events = events
+                 events: EventSink | None = None, tracer: trace.Tracer | None = None,
+                 manager: Manager | None = None) -> None:
+        self.manager = manager = manager or Manager(store, clock)
         self.ledger = CapacityLedger(clock, options.reservation_ttl)
-        self.cluster_informer = Informer(store, registry.CLUSTER)
+        self.cluster_informer = clusters = manager.informer(registry.CLUSTER)
         self.view = ClusterView(self.cluster_informer, clock, self.ledger)
         self.informers: dict[str, Informer] = {}
         self.controllers: dict[str, Controller] = {}
         self.reconcilers: dict[str, BindingScheduler] = {}
+        manager.on_event(clusters, lambda _: self.view.changed())
+
+        def cluster_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+            # The initial list finds every binding unscheduled or settled anyway.
+            return clusters.synced and cluster_change_matters(event)
+
         for kind in BINDING_KINDS:
-            informer = Informer(store, kind)
+            informer = manager.informer(kind)
             reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
                                           events, tracer)
-            controller = Controller(f"scheduler-{kind.plural}", reconciler, WorkQueue(clock, kind.plural),
-                                    workers=options.workers, logger=log)
-            informer.add_handler(self._on_binding(controller, reconciler, kind))
+            controller = manager.controller(f"scheduler-{kind.plural}", reconciler, workers=options.workers,
+                                            logger=log)
+            manager.on_event(informer, self._forget_reservations(kind), predicate=_deleted)
+            manager.watch(informer, binding_key, controller, predicate=self._needs_look(reconciler))
+            affected = bindings_affected_by_cluster(informer)
+
+            def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[Any] = affected,
+                      reconciler: BindingScheduler = reconciler) -> None:
+                for key in affected(event):
+                    reconciler.force(key)
+
+            manager.on_event(clusters, force, predicate=cluster_matters)
+            manager.watch(clusters, affected, controller, predicate=cluster_matters)
             self.reconcilers[kind.kind] = reconciler
             self.informers[kind.kind] = informer
             self.controllers[kind.kind] = controller
-        self.cluster_informer.add_handler(self._on_cluster)
+        if events is not None:
+            manager.add_runnable("scheduler-events", events.run)
 
-    def _on_binding(self, controller: Controller, reconciler: BindingScheduler, kind: ResourceType
-                    ) -> Callable[[EventType, Any, Any], None]:
-        def handle(event: EventType, binding: Binding, old: Binding | None) -> None:
-            key = _key(binding)
-            if event is EventType.DELETED:
-                self.ledger.forget(ledger_key(kind.kind, key))
-                controller.enqueue(key)
-            elif old is None or old.metadata.generation != binding.metadata.generation:
-                if not reconciler.own_change(key, binding.metadata.generation):
-                    controller.enqueue(key)
+    def _forget_reservations(self, kind: ResourceType) -> Callable[[WatchEvent[Binding]], None]:
+        return lambda event: self.ledger.forget(ledger_key(kind.kind, _key(event.obj)))
 
-        return handle
+    @staticmethod
+    def _needs_look(reconciler: BindingScheduler) -> Callable[[WatchEvent[Binding]], bool]:
+        def predicate(event: WatchEvent[Binding]) -> bool:
+            if event.type is EventType.DELETED:
+                return True
+            binding, old = event.obj, event.old
+            if old is not None and old.metadata.generation == binding.metadata.generation:
+                return False
+            # Its own spec write needs no new decision.
+            return not reconciler.own_change(_key(binding), binding.metadata.generation)
 
-    def _on_cluster(self, event: EventType, cluster: cluster_pb2.Cluster, old: cluster_pb2.Cluster | None) -> None:
-        self.view.changed()
-        if event is EventType.DELETED or not self.cluster_informer.synced:
-            return
-        if not _cluster_change_matters(cluster, old):
-            return
-        info = ClusterInfo.from_cluster(cluster)
-        for kind, informer in self.informers.items():
-            controller, reconciler = self.controllers[kind], self.reconcilers[kind]
-            for binding in informer.list():
-                if affected_by(binding, info):
-                    key = _key(binding)
-                    reconciler.force(key)
-                    controller.enqueue(key)
+        return predicate
 
     async def run(self) -> None:
         """Until cancelled."""
-        tasks = [asyncio.create_task(self.cluster_informer.run())]
-        tasks += [asyncio.create_task(i.run()) for i in self.informers.values()]
-        if self.events is not None:
-            tasks.append(asyncio.create_task(self.events.run()))
-        try:
-            await self.cluster_informer.wait_synced()
-            # Bindings are only scheduled against a complete view of the fleet.
-            await asyncio.gather(*(c.run() for c in self.controllers.values()))
-        finally:
-            for controller in self.controllers.values():
-                await controller.stop()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.manager.run()
+
+
+def _deleted(event: WatchEvent[Any]) -> bool:
+    return event.type is EventType.DELETED

@@ -4,7 +4,6 @@ health monitor, and the cluster lifecycle (finalizer, unjoin)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
@@ -16,11 +15,9 @@ from flotilla.api.v1 import status_pb2, status_pb2_grpc
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
-from flotilla.runtime.controller import Controller
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
-from flotilla.runtime.workqueue import WorkQueue
-from flotilla.store.informer import Informer
+from services.status import routing
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor
 from services.status.lifecycle import ClusterLifecycleReconciler
 from services.status.monitor import Grace
@@ -46,40 +43,27 @@ def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]
 
 async def lead(ctx: ServiceContext) -> None:
     args = ctx.args
-    clusters = Informer(ctx.store, registry.CLUSTER)
-    leases = Informer(ctx.store, registry.LEASE, namespace=LEASE_NAMESPACE)
+    manager = ctx.manager()
+    clusters = manager.informer(registry.CLUSTER)
+    leases = manager.informer(registry.LEASE, namespace=LEASE_NAMESPACE)
     clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
-    push = Controller("cluster-status", PushStatusReconciler(
-        ctx.store, ctx.clock, clusters, ctx.extra["prober"], clients, args.cluster_status_update_frequency,
+    push = manager.controller("cluster-status", PushStatusReconciler(
+        ctx.store, clusters, ctx.extra["prober"], clients, args.cluster_status_update_frequency,
         ctx.events, ctx.tracer,
-    ), WorkQueue(ctx.clock, "cluster-status"), workers=args.concurrent_cluster_syncs)
-    lifecycle = Controller("cluster-lifecycle", ClusterLifecycleReconciler(
+    ), workers=args.concurrent_cluster_syncs)
+    lifecycle = manager.controller("cluster-lifecycle", ClusterLifecycleReconciler(
         ctx.store, clusters, deletion_poll=args.cluster_status_update_frequency,
-    ), WorkQueue(ctx.clock, "cluster-lifecycle"))
+    ))
     monitor = HealthMonitor(ctx.store, ctx.clock, clusters, leases, Grace(
         monitor=timedelta(seconds=args.cluster_monitor_grace_period),
         startup=timedelta(seconds=args.cluster_startup_grace_period),
     ))
-
-    def on_cluster(kind: object, obj: object, old: object) -> None:
-        key = obj.metadata.name  # type: ignore[attr-defined]
-        lifecycle.enqueue(key)
-        # Probing is self-driven by requeues; a new or changed cluster is looked at at once.
-        if old is None or old.metadata.generation != obj.metadata.generation:  # type: ignore[attr-defined]
-            push.enqueue(key)
-
-    clusters.add_handler(on_cluster)
-    tasks = [asyncio.create_task(t) for t in (clusters.run(), leases.run(), push.run(), lifecycle.run())]
+    manager.watch(clusters, routing.cluster_name, lifecycle)
+    manager.watch(clusters, routing.cluster_name, push, predicate=routing.generation_changed)
+    manager.add_runnable("health-monitor", lambda: monitor.run(args.cluster_monitor_period))
     try:
-        await clusters.wait_synced()
-        await leases.wait_synced()
-        await monitor.run(args.cluster_monitor_period)
+        await manager.run()
     finally:
-        await push.stop()
-        await lifecycle.stop()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         await clients.close()
 
 

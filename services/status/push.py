@@ -14,7 +14,6 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder
@@ -32,7 +31,6 @@ class PushStatusReconciler:
     def __init__(
         self,
         store: Store,
-        clock: Clock,
         clusters: Informer,
         prober: ClusterProber,
         clients: MemberClients,
@@ -41,7 +39,6 @@ class PushStatusReconciler:
         tracer: trace.Tracer | None = None,
     ) -> None:
         self.store = store
-        self.clock = clock
         self.clusters = clusters
         self.prober = prober
         self.clients = clients

@@ -65,6 +65,7 @@ async def lead(ctx: ServiceContext) -> None:
                       state_preservation=enabled["StatefulFailoverInjection"],
                       default_purge_mode=args.no_execute_taint_eviction_purge_mode),
         workers=args.concurrent_evictions, events=ctx.events, tracer=ctx.tracer, state=ctx.extra["evictor_state"],
+        manager=ctx.manager(),
     ).run()
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.binding_builder import build_binding
-from services.executor.controllers import specification_changed
 from services.executor.detector import (
     binds,
     merge_binding,
@@ -19,6 +18,7 @@ from services.executor.detector import (
     template_key,
     unclaimed,
 )
+from services.executor.routing import specification_changed
 from tests.factories import EXAMPLES_DIR
 
 

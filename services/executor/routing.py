@@ -1,0 +1,261 @@
+"""Which executor keys an informer event affects, for the detector, the dependencies
+distributor, the policy finalizer, the binding and binding-status controllers (wired in
+controllers.py) and the execution controller (execution_manager.py).
+
+Pure functions of the event and of informer caches passed in, so that the routing is
+table-tested without etcd. Starting template informers on demand is a side effect and lives
+in controllers.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from flotilla.api import keys, registry
+from flotilla.api.conditions import is_true
+from flotilla.api.keys import execution_namespace
+from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import policy_pb2
+from flotilla.binding_builder import template_content
+from flotilla.runtime.manager import ToKeys, WatchEvent
+from flotilla.store.informer import EventType, Informer
+from services.executor import dependencies, works
+from services.executor.binding_controller import binding_key, binding_ref_of_work
+from services.executor.detector import (
+    CLAIM_INDEX,
+    CPP_FINALIZER,
+    DEPENDENCIES_INDEX,
+    PP_FINALIZER,
+    policy_key,
+    template_key,
+    template_key_of,
+    template_key_of_binding,
+)
+
+RB, CRB = registry.RESOURCE_BINDING.kind, registry.CLUSTER_RESOURCE_BINDING.kind
+# The execution controller finds a cluster's Works by their namespace.
+WORK_NAMESPACE_INDEX = "namespace"
+
+
+def object_key(obj: Any) -> str:
+    return keys.object_key(obj.metadata.namespace, obj.metadata.name)
+
+
+def deleting(obj: Any) -> bool:
+    return obj is not None and works.is_deleting(obj)
+
+
+def came_or_went(event: WatchEvent[Any]) -> bool:
+    return event.type is not EventType.MODIFIED
+
+
+def lifecycle(event: WatchEvent[Any]) -> bool:
+    """Added, deleted, or started being deleted."""
+    return event.type is not EventType.MODIFIED or deleting(event.old) != deleting(event.obj)
+
+
+def template_type(api_version: str, kind: str) -> ResourceType | None:
+    """The resource type of a template kind; None for a built-in or unknown kind."""
+    try:
+        rt = registry.for_kind(api_version, kind)
+    except registry.UnknownResourceError:
+        return None
+    return rt if rt.is_template else None
+
+
+def _template_spec(template: Any) -> dict[str, Any]:
+    content = template_content(template)
+    content.pop("status", None)
+    return content
+
+
+def specification_changed(old: Any, new: Any) -> bool:
+    """Karmada's SpecificationChanged: anything but status and server bookkeeping."""
+    return (old.metadata.labels != new.metadata.labels or old.metadata.annotations != new.metadata.annotations
+            or old.metadata.uid != new.metadata.uid or deleting(old) != deleting(new)
+            or old.metadata.owner_references != new.metadata.owner_references
+            or _template_spec(old) != _template_spec(new))
+
+
+# -- policies -> detector, policy finalizer ------------------------------------------------------
+
+def policy_changed(event: WatchEvent[Any]) -> bool:
+    if event.type is not EventType.MODIFIED:
+        return True
+    old, new = event.old, event.obj
+    return (old.spec != new.spec or old.metadata.labels != new.metadata.labels
+            or deleting(old) != deleting(new))
+
+
+def selected_kinds(event: WatchEvent[Any]) -> list[tuple[str, str]]:
+    """The (apiVersion, kind) pairs either version of the policy selects."""
+    return [(s.api_version, s.kind) for version in (event.obj, event.old) if version is not None
+            for s in version.spec.resource_selectors]
+
+
+def selected_templates(templates: Mapping[str, Informer]) -> ToKeys[Any]:
+    """Detector keys of the templates either version of the policy may select (by kind, and
+    by namespace for a PropagationPolicy)."""
+
+    def to_keys(event: WatchEvent[Any]) -> Iterable[str]:
+        for version in (event.obj, event.old):
+            if version is None:
+                continue
+            namespace = version.metadata.namespace if isinstance(version, policy_pb2.PropagationPolicy) else None
+            for selector in version.spec.resource_selectors:
+                rt = template_type(selector.api_version, selector.kind)
+                informer = templates.get(rt.resource) if rt is not None else None
+                for template in informer.list() if informer is not None else []:
+                    if namespace is None or template.metadata.namespace == namespace:
+                        yield template_key_of(template)
+
+    return to_keys
+
+
+def claimed_templates(bindings: Mapping[str, Informer]) -> ToKeys[Any]:
+    """Detector keys of the templates the policy claimed, whatever its selectors say now."""
+    return lambda event: [template_key_of_binding(b) for informer in bindings.values()
+                          for b in informer.by_index(CLAIM_INDEX, policy_key(event.obj))]
+
+
+def finalizing_policy(event: WatchEvent[Any]) -> list[str]:
+    policy = event.obj
+    if event.type is not EventType.DELETED and deleting(policy) and (
+            PP_FINALIZER in policy.metadata.finalizers or CPP_FINALIZER in policy.metadata.finalizers):
+        return [policy_key(policy)]
+    return []
+
+
+# -- templates -> detector, binding controller, distributor --------------------------------------
+
+def template_spec_changed(event: WatchEvent[Any]) -> bool:
+    """A status write (ours, aggregating) changes nothing a binding holds."""
+    return event.type is not EventType.MODIFIED or specification_changed(event.old, event.obj)
+
+
+def template(event: WatchEvent[Any]) -> list[str]:
+    return [template_key_of(event.obj)]
+
+
+def _binding_of_template(template: Any) -> str:
+    namespace = template.metadata.namespace
+    return binding_key(RB if namespace else CRB, keys.object_key(
+        namespace, keys.binding_name(template.metadata.name, template.kind)))
+
+
+def binding_of_template(event: WatchEvent[Any]) -> list[str]:
+    # The binding records the template's version only along with a change of its own (see
+    # detector.merge_binding): the Works follow the template directly.
+    return [_binding_of_template(event.obj)]
+
+
+def dependents_of_template(templates: Mapping[str, Informer]) -> ToKeys[Any]:
+    """Distributor keys: the template's own binding (its dependencies may have changed), and
+    the bindings of workloads whose dependencies include the template."""
+
+    def to_keys(event: WatchEvent[Any]) -> Iterable[str]:
+        if event.obj.metadata.namespace:
+            yield _binding_of_template(event.obj)
+        key = template_key_of(event.obj)
+        for informer in list(templates.values()):
+            for referrer in informer.by_index(DEPENDENCIES_INDEX, key):
+                name = keys.binding_name(referrer.metadata.name, referrer.kind)
+                yield binding_key(RB, keys.object_key(referrer.metadata.namespace, name))
+
+    return to_keys
+
+
+def template_dependencies(template: Any) -> list[str]:
+    """The DEPENDENCIES_INDEX of a template informer."""
+    return [template_key(*dep) for dep in dependencies.dependencies(template)]
+
+
+# -- bindings -> detector, binding controller, binding status, distributor ------------------------
+
+def generation_changed(event: WatchEvent[Any]) -> bool:
+    return lifecycle(event) or event.old.metadata.generation != event.obj.metadata.generation
+
+
+def binding(kind: str) -> ToKeys[Any]:
+    return lambda event: [binding_key(kind, object_key(event.obj))]
+
+
+def binding_came_or_went(event: WatchEvent[Any]) -> bool:
+    """At start: its template may be gone. Once gone itself: its template may want a new one.
+    Only for a template kind (a binding of anything else has no template to look at)."""
+    resource = event.obj.spec.resource
+    return came_or_went(event) and template_type(resource.api_version, resource.kind) is not None
+
+
+def template_of_binding(event: WatchEvent[Any]) -> list[str]:
+    return [template_key_of_binding(event.obj)]
+
+
+def binding_spec_changed(event: WatchEvent[Any]) -> bool:
+    return generation_changed(event) or event.old.metadata.labels != event.obj.metadata.labels
+
+
+def binding_scheduled(event: WatchEvent[Any]) -> bool:
+    return (generation_changed(event)
+            or event.old.status.last_scheduled_time != event.obj.status.last_scheduled_time)
+
+
+def propagates_deps(event: WatchEvent[Any]) -> bool:
+    return generation_changed(event) and (
+        event.obj.spec.propagate_deps or (event.old is not None and event.old.spec.propagate_deps))
+
+
+def workloads_depending_on(event: WatchEvent[Any]) -> list[str]:
+    """An attached binding that came or went is made again if its workloads still need it."""
+    if not lifecycle(event):
+        return []
+    binding = event.obj
+    result = []
+    for label in dependencies.depended_by(binding):
+        namespace, _, name = binding.metadata.labels[label].partition("_")
+        result.append(binding_key(RB, keys.object_key(namespace, name)))
+    return result
+
+
+# -- works -> binding controller, binding status --------------------------------------------------
+
+def binding_of_work(event: WatchEvent[Any]) -> list[str]:
+    ref = binding_ref_of_work(event.obj)
+    return [ref] if ref is not None else []
+
+
+def work_spec_changed(event: WatchEvent[Any]) -> bool:
+    return (lifecycle(event) or event.old.spec != event.obj.spec
+            or event.old.metadata.labels != event.obj.metadata.labels)
+
+
+def work_status_changed(event: WatchEvent[Any]) -> bool:
+    # The annotations say which template generation the member was given.
+    return (lifecycle(event) or event.old.status != event.obj.status
+            or event.old.metadata.annotations != event.obj.metadata.annotations)
+
+
+# -- the execution side ---------------------------------------------------------------------------
+
+def not_deleted(event: WatchEvent[Any]) -> bool:
+    return event.type is not EventType.DELETED
+
+
+def work(event: WatchEvent[Any]) -> list[str]:
+    return [object_key(event.obj)]
+
+
+def _readiness(cluster: Any) -> tuple[bool, bool]:
+    return is_true(cluster.status.conditions, "Ready"), cluster.metadata.HasField("deletion_timestamp")
+
+
+def readiness_changed(event: WatchEvent[Any]) -> bool:
+    """Works wait (with backoff) while their cluster is not Ready; becoming Ready, or starting
+    to terminate, lets them through at once."""
+    return event.type is EventType.DELETED or event.old is None or _readiness(event.obj) != _readiness(event.old)
+
+
+def works_of_cluster(works_informer: Informer) -> ToKeys[Any]:
+    return lambda event: [object_key(w) for w in works_informer.by_index(
+        WORK_NAMESPACE_INDEX, execution_namespace(event.obj.metadata.name))]

@@ -1,0 +1,57 @@
+"""Which taint-manager keys an informer event affects: pure functions of the event and, where
+a cluster fans out to its bindings, of the informer caches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from flotilla.api.conditions import is_true
+from flotilla.api.keys import object_key
+from flotilla.api.taints import EFFECT_NO_EXECUTE
+from flotilla.runtime.manager import ToKeys, WatchEvent
+from flotilla.store.informer import EventType, Informer
+from services.taint_manager.evictor import EvictorState, binding_key
+
+CLUSTER_INDEX = "cluster"
+
+
+def needs_no_evicting(cluster: Any) -> bool:
+    return is_true(cluster.status.conditions, "Ready") and not any(
+        t.effect == EFFECT_NO_EXECUTE for t in cluster.spec.taints)
+
+
+def index_by_cluster(binding: Any) -> list[str]:
+    return [t.name for t in binding.spec.clusters]
+
+
+def not_deleted(event: WatchEvent[Any]) -> bool:
+    return event.type is not EventType.DELETED
+
+
+def cluster_name(event: WatchEvent[Any]) -> list[str]:
+    return [event.obj.metadata.name]
+
+
+def bindings_on_cluster(bindings: Mapping[str, Informer]) -> ToKeys[Any]:
+    """The evictor's keys of every binding placed on the event's cluster."""
+
+    def to_keys(event: WatchEvent[Any]) -> Iterable[str]:
+        name = event.obj.metadata.name
+        return [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
+                for kind, informer in bindings.items() for b in informer.by_index(CLUSTER_INDEX, name)]
+
+    return to_keys
+
+
+def every_cluster(clusters: Informer) -> ToKeys[Any]:
+    """A taint policy may match any cluster."""
+    return lambda _: [c.metadata.name for c in clusters.list()]
+
+
+def binding(kind: str) -> ToKeys[Any]:
+    return lambda event: [binding_key(kind, object_key(event.obj.metadata.namespace, event.obj.metadata.name))]
+
+
+def held_evictions(state: EvictorState) -> ToKeys[Any]:
+    return lambda _: list(state.held)

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flotilla.api import codec
+from flotilla.api.conditions import set_condition
+from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.runtime.clock import FakeClock
+from flotilla.runtime.manager import WatchEvent
+from flotilla.store.informer import EventType
+from services.executor import routing, works
+from tests.unit.cache_fake import Cache
+
+ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
+
+
+def deployment(name: str, namespace: str = "default", **spec: Any) -> Any:
+    return codec.from_dict({"apiVersion": "apps/v1", "kind": "Deployment",
+                            "metadata": {"name": name, "namespace": namespace}, "spec": spec})
+
+
+def rb(name: str, generation: int = 1, propagate_deps: bool = False, **labels: str) -> work_pb2.ResourceBinding:
+    b = work_pb2.ResourceBinding()
+    b.metadata.name, b.metadata.namespace, b.metadata.generation = name, "default", generation
+    b.metadata.labels.update(labels)
+    b.spec.resource.api_version, b.spec.resource.kind = "apps/v1", "Deployment"
+    b.spec.resource.namespace, b.spec.resource.name = "default", name.removesuffix("-deployment")
+    b.spec.propagate_deps = propagate_deps
+    return b
+
+
+def work(name: str, binding: str | None = "web-deployment") -> work_pb2.Work:
+    w = work_pb2.Work()
+    w.metadata.name, w.metadata.namespace = name, "karmada-es-m1"
+    if binding is not None:
+        w.metadata.annotations[works.RB_NAME_ANNOTATION] = binding
+        w.metadata.annotations[works.RB_NAMESPACE_ANNOTATION] = "default"
+    return w
+
+
+def test_template_event_routes_to_detector_binding_and_distributor() -> None:
+    event = WatchEvent(ADDED, deployment("web"))
+    assert routing.template_spec_changed(event)
+    assert routing.template(event) == ["apps/v1/Deployment:default/web"]
+    assert routing.binding_of_template(event) == ["ResourceBinding:default/web-deployment"]
+    assert list(routing.dependents_of_template({})(event)) == ["ResourceBinding:default/web-deployment"]
+
+
+def test_a_status_only_template_change_is_ignored() -> None:
+    old, new = deployment("web", replicas=2), deployment("web", replicas=2)
+    new_dict = codec.to_dict(new)
+    new_dict["status"] = {"readyReplicas": 2}
+    assert not routing.template_spec_changed(WatchEvent(MODIFIED, codec.from_dict(new_dict), old))
+    assert routing.template_spec_changed(WatchEvent(MODIFIED, deployment("web", replicas=3), old))
+
+
+@pytest.mark.parametrize(("event", "spec", "scheduled", "deps"), [
+    (WatchEvent(ADDED, rb("web-deployment")), True, True, False),
+    (WatchEvent(MODIFIED, rb("web-deployment", 2), rb("web-deployment")), True, True, False),
+    (WatchEvent(MODIFIED, rb("web-deployment", 1, a="b"), rb("web-deployment")), True, False, False),
+    (WatchEvent(MODIFIED, rb("web-deployment"), rb("web-deployment")), False, False, False),
+    (WatchEvent(MODIFIED, rb("web-deployment", 2, True), rb("web-deployment")), True, True, True),
+    (WatchEvent(DELETED, rb("web-deployment", 1, True)), True, True, True),
+])
+def test_binding_predicates(event: WatchEvent[Any], spec: bool, scheduled: bool, deps: bool) -> None:
+    assert routing.binding_spec_changed(event) is spec
+    assert routing.binding_scheduled(event) is scheduled
+    assert routing.propagates_deps(event) is deps
+    assert routing.binding("ResourceBinding")(event) == ["ResourceBinding:default/web-deployment"]
+
+
+def test_an_attached_binding_that_goes_brings_back_its_workloads() -> None:
+    attached = rb("cm-configmap", **{"resourcebinding.karmada.io/depended-by-abc": "default_web-deployment"})
+    assert routing.workloads_depending_on(WatchEvent(DELETED, attached)) == [
+        "ResourceBinding:default/web-deployment"]
+    assert routing.workloads_depending_on(WatchEvent(MODIFIED, attached, attached)) == []
+
+
+def test_a_new_binding_of_a_template_kind_looks_at_its_template() -> None:
+    event = WatchEvent(ADDED, rb("web-deployment"))
+    assert routing.binding_came_or_went(event)
+    assert routing.template_of_binding(event) == ["apps/v1/Deployment:default/web"]
+    assert not routing.binding_came_or_went(WatchEvent(MODIFIED, rb("web-deployment"), rb("web-deployment")))
+
+
+def test_work_events_route_to_its_binding() -> None:
+    w = work("w1")
+    assert routing.binding_of_work(WatchEvent(ADDED, w)) == ["ResourceBinding:default/web-deployment"]
+    assert routing.binding_of_work(WatchEvent(ADDED, work("w2", None))) == []
+    status = work("w1")
+    status.status.manifest_statuses.add()
+    event = WatchEvent(MODIFIED, status, w)
+    assert routing.work_status_changed(event) and not routing.work_spec_changed(event)
+
+
+def test_policy_selects_templates_in_its_namespace_and_claimed_ones() -> None:
+    policy = codec.from_dict({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]},
+    })
+    event = WatchEvent(ADDED, policy)
+    assert routing.policy_changed(event)
+    assert routing.selected_kinds(event) == [("apps/v1", "Deployment")]
+    templates = {"deployments.apps": Cache([deployment("web"), deployment("db", namespace="other")])}
+    assert list(routing.selected_templates(templates)(event)) == ["apps/v1/Deployment:default/web"]
+    assert not routing.policy_changed(WatchEvent(MODIFIED, policy, policy))
+    assert routing.finalizing_policy(event) == []
+
+
+def cluster(name: str, ready: str) -> cluster_pb2.Cluster:
+    c = cluster_pb2.Cluster()
+    c.metadata.name = name
+    set_condition(c.status.conditions, "Ready", ready, "", "", FakeClock().now())
+    return c
+
+
+def test_a_cluster_becoming_ready_releases_its_works() -> None:
+    works_cache = Cache([work("w1"), work("w2")], namespace=lambda w: [w.metadata.namespace])
+    became_ready = WatchEvent(MODIFIED, cluster("m1", "True"), cluster("m1", "False"))
+    assert routing.readiness_changed(became_ready)
+    assert routing.works_of_cluster(works_cache)(became_ready) == ["karmada-es-m1/w1", "karmada-es-m1/w2"]
+    same = WatchEvent(MODIFIED, cluster("m1", "True"), cluster("m1", "True"))
+    assert not routing.readiness_changed(same)
+    assert routing.not_deleted(same) and not routing.not_deleted(WatchEvent(DELETED, work("w1")))
+    assert routing.work(WatchEvent(ADDED, work("w1"))) == ["karmada-es-m1/w1"]

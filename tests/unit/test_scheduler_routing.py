@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flotilla.api import codec
+from flotilla.api.v1 import cluster_pb2
+from flotilla.runtime.manager import WatchEvent
+from flotilla.store.informer import EventType
+from services.scheduler.reconciler import binding_key, bindings_affected_by_cluster, cluster_change_matters
+from tests.unit.cache_fake import Cache
+
+ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
+
+
+def cluster(generation: int = 1, **labels: str) -> cluster_pb2.Cluster:
+    c = cluster_pb2.Cluster()
+    c.metadata.name, c.metadata.generation = "m1", generation
+    c.metadata.labels.update(labels)
+    return c
+
+
+def rb(name: str, env: str | None = None, on: str | None = None) -> Any:
+    placement: dict[str, Any] = {}
+    if env is not None:
+        placement["clusterAffinity"] = {"labelSelector": {"matchLabels": {"env": env}}}
+    b = codec.from_dict({"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+                         "metadata": {"name": name, "namespace": "default"}, "spec": {"placement": placement}})
+    if on is not None:
+        b.spec.clusters.add(name=on, replicas=1)
+    return b
+
+
+@pytest.mark.parametrize(("event", "matters"), [
+    (WatchEvent(ADDED, cluster()), True),
+    (WatchEvent(MODIFIED, cluster(2), cluster(1)), True),
+    (WatchEvent(MODIFIED, cluster(env="prod"), cluster()), True),
+    (WatchEvent(MODIFIED, cluster(), cluster()), False),  # a status write
+    (WatchEvent(DELETED, cluster()), False),
+])
+def test_which_cluster_changes_matter(event: WatchEvent[Any], matters: bool) -> None:
+    assert cluster_change_matters(event) is matters
+
+
+def test_a_cluster_change_reaches_bindings_it_may_move() -> None:
+    bindings = Cache([rb("any"), rb("prod", env="prod"), rb("dev", env="dev"), rb("dev-on-m1", env="dev", on="m1")])
+    event = WatchEvent(MODIFIED, cluster(env="prod"), cluster())
+    assert bindings_affected_by_cluster(bindings)(event) == ["default/any", "default/prod", "default/dev-on-m1"]
+
+
+def test_a_binding_is_its_own_key() -> None:
+    assert binding_key(WatchEvent(ADDED, rb("x"))) == ["default/x"]

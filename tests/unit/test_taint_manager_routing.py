@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from flotilla.api.conditions import set_condition
+from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.runtime.manager import WatchEvent
+from flotilla.store.informer import EventType
+from services.taint_manager import routing
+from services.taint_manager.evictor import EvictorState
+from tests.unit.cache_fake import Cache
+
+ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
+
+
+def cluster(name: str, ready: str = "True", no_execute: bool = False) -> cluster_pb2.Cluster:
+    c = cluster_pb2.Cluster()
+    c.metadata.name = name
+    set_condition(c.status.conditions, "Ready", ready, "", "", datetime(2024, 1, 1, tzinfo=UTC))
+    if no_execute:
+        c.spec.taints.add(key="cluster.karmada.io/not-ready", effect="NoExecute")
+    return c
+
+
+def rb(name: str, *clusters: str, namespace: str = "default") -> work_pb2.ResourceBinding:
+    b = work_pb2.ResourceBinding()
+    b.metadata.name, b.metadata.namespace = name, namespace
+    for c in clusters:
+        b.spec.clusters.add(name=c, replicas=1)
+    return b
+
+
+def crb(name: str, *clusters: str) -> work_pb2.ClusterResourceBinding:
+    b = work_pb2.ClusterResourceBinding()
+    b.metadata.name = name
+    for c in clusters:
+        b.spec.clusters.add(name=c, replicas=1)
+    return b
+
+
+BINDINGS: dict[str, Any] = {
+    "ResourceBinding": Cache([rb("a", "m1"), rb("b", "m2"), rb("c", "m1", "m2", namespace="ns")],
+                             cluster=routing.index_by_cluster),
+    "ClusterResourceBinding": Cache([crb("x", "m1")], cluster=routing.index_by_cluster),
+}
+
+
+@pytest.mark.parametrize(("event", "keys"), [
+    (WatchEvent(ADDED, cluster("m1")), ["ResourceBinding:default/a", "ResourceBinding:ns/c",
+                                        "ClusterResourceBinding:x"]),
+    (WatchEvent(MODIFIED, cluster("m2", "False"), cluster("m2")), ["ResourceBinding:default/b",
+                                                                   "ResourceBinding:ns/c"]),
+    (WatchEvent(DELETED, cluster("m3")), []),
+])
+def test_a_cluster_event_looks_at_the_bindings_on_it(event: WatchEvent[Any], keys: list[str]) -> None:
+    assert list(routing.bindings_on_cluster(BINDINGS)(event)) == keys
+
+
+@pytest.mark.parametrize(("event", "keys"), [
+    (WatchEvent(ADDED, cluster("m1")), ["m1"]),
+    (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1")), ["m1"]),
+])
+def test_a_cluster_event_retaints_the_cluster(event: WatchEvent[Any], keys: list[str]) -> None:
+    assert routing.not_deleted(event)
+    assert routing.cluster_name(event) == keys
+
+
+def test_a_deleted_cluster_is_not_retainted() -> None:
+    assert not routing.not_deleted(WatchEvent(DELETED, cluster("m1")))
+
+
+def test_a_taint_policy_event_retaints_every_cluster() -> None:
+    clusters = Cache([cluster("m1"), cluster("m2")])
+    assert list(routing.every_cluster(clusters)(WatchEvent(ADDED, object()))) == ["m1", "m2"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("kind", "binding", "key"), [
+    ("ResourceBinding", rb("a", "m1"), "ResourceBinding:default/a"),
+    ("ClusterResourceBinding", crb("x"), "ClusterResourceBinding:x"),
+])
+def test_a_binding_event_is_its_own_key(kind: str, binding: Any, key: str) -> None:
+    assert list(routing.binding(kind)(WatchEvent(ADDED, binding))) == [key]
+
+
+def test_held_evictions_are_every_held_key() -> None:
+    state = EvictorState()
+    state.held["ResourceBinding:default/a"] = []
+    state.held["ClusterResourceBinding:x"] = []
+    assert sorted(routing.held_evictions(state)(WatchEvent(MODIFIED, cluster("m1"), cluster("m1")))) == [
+        "ClusterResourceBinding:x", "ResourceBinding:default/a"]
+
+
+@pytest.mark.parametrize(("c", "expected"), [
+    (cluster("m1"), True),
+    (cluster("m1", "False"), False),
+    (cluster("m1", no_execute=True), False),
+])
+def test_needs_no_evicting(c: cluster_pb2.Cluster, expected: bool) -> None:
+    assert routing.needs_no_evicting(c) is expected
