@@ -30,9 +30,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from google.protobuf.message import Message
+
+from flotilla.api import keys
+from flotilla.api.registry import ResourceType
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.workqueue import WorkQueue
+from flotilla.store.base import meta_of
+from flotilla.store.events import EventRecorder
 from flotilla.store.informer import EventType, Informer
 from flotilla.store.objects import ResourceRef, Store, resource_type_of
 
@@ -59,6 +65,21 @@ EventCallback = Callable[[WatchEvent[M]], None]
 InformerFactory = Callable[[ResourceRef, str | None], Informer]
 
 
+UNDECODABLE_REASON = "UndecodableObject"
+
+
+def stand_in(rt: ResourceType[Any], etcd_key: str) -> Message:
+    """An empty object named by an etcd key, for an Event about a value that cannot be read."""
+    namespace, name = keys.split_key(etcd_key[len(keys.etcd_prefix(rt.resource)):])
+    obj = rt.message()
+    meta = meta_of(obj)
+    meta.name, meta.namespace = name, namespace
+    for field, value in (("kind", rt.kind), ("api_version", rt.api_version)):
+        if field in obj.DESCRIPTOR.fields_by_name:
+            setattr(obj, field, value)
+    return obj
+
+
 class Manager:
     def __init__(
         self,
@@ -70,12 +91,14 @@ class Manager:
         backoff: tuple[float, float] = (1.0, 60.0),
         informer_factory: InformerFactory | None = None,
         logger: logging.Logger | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         if store is None and informer_factory is None:
             raise ValueError("a manager needs a store or an informer factory")
         self.clock = clock
         self._store = store
         self._new_informer = informer_factory or self._real_informer
+        self._events = events
         self._on_unhealthy = on_unhealthy
         self._on_healthy = on_healthy
         self._backoff = backoff
@@ -96,7 +119,15 @@ class Manager:
 
     def _real_informer(self, ref: ResourceRef, namespace: str | None) -> Informer:
         assert self._store is not None
-        return Informer(self._store, ref, namespace=namespace)
+        rt = resource_type_of(ref)
+
+        async def undecodable(etcd_key: str, error: str) -> None:
+            # The informer already logged and counted it; the Event is what `describe` shows.
+            if self._events is not None:
+                await self._events.warning(stand_in(rt, etcd_key), UNDECODABLE_REASON,
+                                           f"stored value at {etcd_key} cannot be decoded and is skipped: {error}")
+
+        return Informer(self._store, ref, namespace=namespace, on_undecodable=undecodable)
 
     def informer(self, resource_type: ResourceRef, namespace: str | None = None) -> Informer:
         """The informer of a resource (in one namespace, or all), made on first use.

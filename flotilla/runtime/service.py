@@ -62,7 +62,7 @@ class ServiceContext:
         """A Manager on this service's store and clock whose failing tasks turn the service
         NOT_SERVING until they are running again."""
         return Manager(self.store, self.clock, on_unhealthy=self.on_unhealthy, on_healthy=self.on_healthy,
-                       **kwargs)
+                       events=self.events, **kwargs)
 
 
 @dataclass
