@@ -10,6 +10,7 @@ binding would go alone.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -58,8 +59,7 @@ def tolerates_forever(placement: policy_pb2.Placement) -> bool:
 def evict(binding: core.Binding, failed: Sequence[str]) -> core.Binding:
     """The binding as the taint manager leaves it: failed clusters moved from spec.clusters to
     graceful eviction tasks (spec §7.1)."""
-    evicted = type(binding)()
-    evicted.CopyFrom(binding)
+    evicted = copy.deepcopy(binding)
     kept = [t for t in binding.spec.clusters if t.name not in failed]
     gone = [t for t in binding.spec.clusters if t.name in failed]
     del evicted.spec.clusters[:]
