@@ -172,7 +172,7 @@ class AffinityMatcher:
     def of(cls, term: AnyAffinity) -> AffinityMatcher:
         """A shared matcher for this term: bindings of one policy carry equal terms, and a
         shared matcher decides each version of each cluster once for all of them."""
-        return _matcher(type(term), term.SerializeToString(deterministic=True))
+        return _matcher(type(term).__name__, term.SerializeToString(deterministic=True))
 
     def __init__(self, term: AnyAffinity) -> None:
         self.term = term
@@ -229,9 +229,15 @@ class AffinityMatcher:
         return not self._names or name in self._names
 
 
+_AFFINITY_KINDS: dict[str, type[AnyAffinity]] = {
+    kind.__name__: kind
+    for kind in (policy_pb2.ClusterAffinity, policy_pb2.ClusterAffinityTerm, policy_pb2.OverflowClusterAffinity)
+}
+
+
 @lru_cache(maxsize=1024)
-def _matcher(kind: type[AnyAffinity], serialized: bytes) -> AffinityMatcher:
-    term = kind()
+def _matcher(kind: str, serialized: bytes) -> AffinityMatcher:
+    term = _AFFINITY_KINDS[kind]()
     term.ParseFromString(serialized)
     return AffinityMatcher(term)
 

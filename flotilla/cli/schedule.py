@@ -1,7 +1,7 @@
 """`flotillactl schedule -f FILE`, `explain rb NAME`, `whatif fail CLUSTER…`: the scheduler's
 decisions, offline or from the live scheduler.
 
-`schedule` runs the scheduler's own code (`services.scheduler.core`) on the file, with no
+`schedule` runs the scheduler's own code (`flotilla.scheduler`) on the file, with no
 etcd; `explain` and `whatif` ask the running scheduler over gRPC, which runs the same code
 against the live clusters.
 """
@@ -134,9 +134,9 @@ def print_decision(decision: scheduler_pb2.ScheduleDecision, output: str | None,
 
 async def cmd_schedule(args: argparse.Namespace) -> int:
     # The scheduler's code is only loaded by the commands that run it.
-    from services.scheduler import core
-    from services.scheduler.framework import Framework
-    from services.scheduler.servicer import decision_message
+    from flotilla.scheduler import core
+    from flotilla.scheduler.framework import Framework
+    from flotilla.scheduler.messages import decision_message
 
     objects = parse_objects(args.filename)
     clusters = [o for o in objects if isinstance(o, cluster_pb2.Cluster)]

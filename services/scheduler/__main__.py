@@ -14,11 +14,11 @@ import grpc
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from flotilla.scheduler.capacity import NoReservations, Reservations
+from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.need_schedule import DEFAULT_SCHEDULER
 from flotilla.scheduling import PluginError
-from services.scheduler.capacity import NoReservations, Reservations
 from services.scheduler.events import EventSink
-from services.scheduler.framework import Framework
-from services.scheduler.need_schedule import DEFAULT_SCHEDULER
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
 from services.scheduler.servicer import SchedulerServicer
 

@@ -29,15 +29,10 @@ from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Result
 from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
 from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
-from flotilla.scheduling import AffinityMatcher, ClusterInfo
-from flotilla.store import Conflict, NotFound, Store
-from flotilla.store.events import NORMAL, WARNING
-from flotilla.store.informer import EventType, Informer
-from services.scheduler import core
-from services.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
-from services.scheduler.events import EventSink
-from services.scheduler.framework import Framework
-from services.scheduler.need_schedule import (
+from flotilla.scheduler import core
+from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
+from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.need_schedule import (
     APPLIED_PLACEMENT_ANNOTATION,
     DEFAULT_SCHEDULER,
     Trigger,
@@ -45,7 +40,12 @@ from services.scheduler.need_schedule import (
     handled_by,
     need_schedule,
 )
-from services.scheduler.placement import is_workload
+from flotilla.scheduler.placement import is_workload
+from flotilla.scheduling import AffinityMatcher, ClusterInfo
+from flotilla.store import Conflict, NotFound, Store
+from flotilla.store.events import NORMAL, WARNING
+from flotilla.store.informer import EventType, Informer
+from services.scheduler.events import EventSink
 
 log = logging.getLogger(__name__)
 

@@ -11,35 +11,16 @@ import grpc
 from flotilla.api import registry
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
 from flotilla.runtime.clock import Clock
+from flotilla.scheduler import core
+from flotilla.scheduler.capacity import NoReservations, Reservations
+from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.messages import decision_message
+from flotilla.scheduler.need_schedule import handled_by, need_schedule
+from flotilla.scheduler.whatif import what_if
 from flotilla.store import Store
-from services.scheduler import core
-from services.scheduler.capacity import NoReservations, Reservations
-from services.scheduler.framework import Framework
-from services.scheduler.need_schedule import handled_by, need_schedule
-from services.scheduler.placement import is_workload
 from services.scheduler.reconciler import SchedulerOptions
-from services.scheduler.whatif import what_if
 
 KINDS = {rt.kind: rt for rt in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)}
-
-
-def decision_message(binding: core.Binding, decision: core.Decision, trigger: str = "",
-                     live: bool = False) -> scheduler_pb2.ScheduleDecision:
-    """The decision as the CLI shows it; `live` adds the binding's current spec.clusters."""
-    message = scheduler_pb2.ScheduleDecision(
-        error="" if decision.ok else decision.message,
-        reason=decision.outcome.value,
-        affinity_name=decision.affinity_name or "",
-        trigger=trigger,
-        workload=is_workload(binding.spec),
-    )
-    for name, replicas in decision.clusters if decision.clusters is not None else []:
-        message.clusters.add(name=name, replicas=replicas)
-    for unfit in sorted(decision.unfit):
-        message.filtered.add(cluster=unfit.cluster, plugin=unfit.plugin, reason=unfit.reason)
-    if live:
-        message.current.extend(binding.spec.clusters)
-    return message
 
 
 class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):

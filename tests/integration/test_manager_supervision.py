@@ -11,8 +11,8 @@ import pytest
 from flotilla.api import codec, registry
 from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
+from flotilla.scheduler.framework import Framework
 from flotilla.store import Store
-from services.scheduler.framework import Framework
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
 from tests.integration.scheduler_support import Bindings, cluster, placed
 

@@ -13,11 +13,11 @@ import pytest
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
 from flotilla.runtime.clock import RealClock
+from flotilla.scheduler.framework import Framework
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.events import EventRecorder
 from services.scheduler.events import EventSink
-from services.scheduler.framework import Framework
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
 from tests.integration.scheduler_support import Bindings, cluster, flotillactl, placed, scheduled, targets
 

@@ -11,8 +11,8 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import FakeClock
-from services.scheduler import core
-from services.scheduler.capacity import (
+from flotilla.scheduler import core
+from flotilla.scheduler.capacity import (
     MAX_INT32,
     CapacityLedger,
     ClusterCapacity,
@@ -20,7 +20,7 @@ from services.scheduler.capacity import (
     max_replicas,
     replica_request,
 )
-from services.scheduler.framework import Framework
+from flotilla.scheduler.framework import Framework
 
 
 def cluster(name: str, summary: dict[str, Any] | None) -> Any:

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flotilla.api import codec
-from services.scheduler import core
-from services.scheduler.framework import Framework
+from flotilla.scheduler import core
+from flotilla.scheduler.framework import Framework
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 FRAMEWORK = Framework.build("*", installed={})

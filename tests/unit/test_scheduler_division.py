@@ -7,7 +7,7 @@ import re
 import pytest
 
 from flotilla.apportionment import names_descending, webster
-from services.scheduler.division import (
+from flotilla.scheduler.division import (
     Unschedulable,
     duplicated,
     dynamic,

@@ -8,7 +8,7 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
-from services.scheduler.need_schedule import (
+from flotilla.scheduler.need_schedule import (
     APPLIED_PLACEMENT_ANNOTATION,
     Trigger,
     applied_placement,

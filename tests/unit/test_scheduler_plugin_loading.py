@@ -18,9 +18,9 @@ import pytest
 from flotilla.api import codec
 from flotilla.cli import main as cli
 from flotilla.cli.schedule import binding_from_documents
+from flotilla.scheduler import core
+from flotilla.scheduler.framework import Framework
 from flotilla.scheduling import discover_plugins
-from services.scheduler import core
-from services.scheduler.framework import Framework
 
 PACKAGE = "flotilla_freeze_plugin"
 PLUGIN = textwrap.dedent('''

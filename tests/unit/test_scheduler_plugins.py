@@ -9,6 +9,16 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
+from flotilla.scheduler import core
+from flotilla.scheduler.framework import Framework, fit_error_message
+from flotilla.scheduler.framework import Unfit as U
+from flotilla.scheduler.plugins import BUILTIN
+from flotilla.scheduler.plugins.api_enablement import APIEnablement
+from flotilla.scheduler.plugins.cluster_affinity import ClusterAffinity
+from flotilla.scheduler.plugins.cluster_eviction import ClusterEviction
+from flotilla.scheduler.plugins.cluster_locality import ClusterLocality
+from flotilla.scheduler.plugins.spread_constraint import SpreadConstraint
+from flotilla.scheduler.plugins.taint_toleration import TaintToleration
 from flotilla.scheduling import (
     SUCCESS,
     AffinityMatcher,
@@ -20,16 +30,6 @@ from flotilla.scheduling import (
     label_selector_matches,
     select_plugins,
 )
-from services.scheduler import core
-from services.scheduler.framework import Framework, fit_error_message
-from services.scheduler.framework import Unfit as U
-from services.scheduler.plugins import BUILTIN
-from services.scheduler.plugins.api_enablement import APIEnablement
-from services.scheduler.plugins.cluster_affinity import ClusterAffinity
-from services.scheduler.plugins.cluster_eviction import ClusterEviction
-from services.scheduler.plugins.cluster_locality import ClusterLocality
-from services.scheduler.plugins.spread_constraint import SpreadConstraint
-from services.scheduler.plugins.taint_toleration import TaintToleration
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

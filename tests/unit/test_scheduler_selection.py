@@ -9,8 +9,7 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2
-from flotilla.scheduling import ClusterInfo
-from services.scheduler.selection import (
+from flotilla.scheduler.selection import (
     Candidate,
     SpreadError,
     _Group,
@@ -20,6 +19,7 @@ from services.scheduler.selection import (
     select,
     select_groups,
 )
+from flotilla.scheduling import ClusterInfo
 
 
 def info(name: str, region: str = "") -> ClusterInfo:

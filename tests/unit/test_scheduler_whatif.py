@@ -7,8 +7,8 @@ from typing import Any
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2
-from services.scheduler.framework import Framework
-from services.scheduler.whatif import evict, tolerates_forever, what_if
+from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.whatif import evict, tolerates_forever, what_if
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p"}

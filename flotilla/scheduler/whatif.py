@@ -10,6 +10,7 @@ binding would go alone.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,11 +24,11 @@ from flotilla.api.taints import (
 )
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2
 from flotilla.runtime.clock import RealClock
-from services.scheduler import core
-from services.scheduler.capacity import CapacityLedger, replica_request
-from services.scheduler.framework import Framework
-from services.scheduler.need_schedule import handled_by
-from services.scheduler.placement import is_workload
+from flotilla.scheduler import core
+from flotilla.scheduler.capacity import CapacityLedger, replica_request
+from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.need_schedule import handled_by
+from flotilla.scheduler.placement import is_workload
 
 # The taint the taint manager puts on a cluster that stopped being Ready.
 FAILURE_TAINT = meta_pb2.Taint(key=TAINT_CLUSTER_NOT_READY, effect=EFFECT_NO_EXECUTE)
@@ -58,8 +59,7 @@ def tolerates_forever(placement: policy_pb2.Placement) -> bool:
 def evict(binding: core.Binding, failed: Sequence[str]) -> core.Binding:
     """The binding as the taint manager leaves it: failed clusters moved from spec.clusters to
     graceful eviction tasks (spec §7.1)."""
-    evicted = type(binding)()
-    evicted.CopyFrom(binding)
+    evicted = copy.deepcopy(binding)
     kept = [t for t in binding.spec.clusters if t.name not in failed]
     gone = [t for t in binding.spec.clusters if t.name in failed]
     del evicted.spec.clusters[:]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from flotilla.scheduler.plugins import BUILTIN
 from flotilla.scheduling import (
     SUCCESS,
     BindingInfo,
@@ -21,7 +22,6 @@ from flotilla.scheduling import (
     instantiate,
     select_plugins,
 )
-from services.scheduler.plugins import BUILTIN
 
 
 class Unfit(NamedTuple):

@@ -13,10 +13,9 @@ from datetime import datetime
 from enum import StrEnum
 
 from flotilla.api.v1 import cluster_pb2, policy_pb2, work_pb2
-from flotilla.scheduling import AffinityMatcher, BindingInfo, ClusterInfo
-from services.scheduler import division, selection
-from services.scheduler.affinities import terms_to_try
-from services.scheduler.capacity import (
+from flotilla.scheduler import division, selection
+from flotilla.scheduler.affinities import terms_to_try
+from flotilla.scheduler.capacity import (
     MAX_INT32,
     ClusterCapacity,
     NoReservations,
@@ -25,8 +24,8 @@ from services.scheduler.capacity import (
     max_replicas,
     replica_request,
 )
-from services.scheduler.framework import Framework, PluginFailure, Unfit, fit_error_message
-from services.scheduler.placement import (
+from flotilla.scheduler.framework import Framework, PluginFailure, Unfit, fit_error_message
+from flotilla.scheduler.placement import (
     AGGREGATED,
     DUPLICATED,
     STATIC_WEIGHT,
@@ -36,6 +35,7 @@ from services.scheduler.placement import (
     reschedule_requested,
     strategy_of,
 )
+from flotilla.scheduling import AffinityMatcher, BindingInfo, ClusterInfo
 
 SUCCESS_MESSAGE = "Binding has been scheduled successfully."
 

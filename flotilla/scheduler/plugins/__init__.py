@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from services.scheduler.plugins.api_enablement import APIEnablement
-from services.scheduler.plugins.cluster_affinity import ClusterAffinity
-from services.scheduler.plugins.cluster_eviction import ClusterEviction
-from services.scheduler.plugins.cluster_locality import ClusterLocality
-from services.scheduler.plugins.spread_constraint import SpreadConstraint
-from services.scheduler.plugins.taint_toleration import TaintToleration
+from flotilla.scheduler.plugins.api_enablement import APIEnablement
+from flotilla.scheduler.plugins.cluster_affinity import ClusterAffinity
+from flotilla.scheduler.plugins.cluster_eviction import ClusterEviction
+from flotilla.scheduler.plugins.cluster_locality import ClusterLocality
+from flotilla.scheduler.plugins.spread_constraint import SpreadConstraint
+from flotilla.scheduler.plugins.taint_toleration import TaintToleration
 
 BUILTIN: dict[str, Callable[[], Any]] = {
     plugin.name: plugin

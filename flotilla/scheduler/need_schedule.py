@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
-from services.scheduler.placement import DIVIDED, DUPLICATED, effective_placement, is_workload, reschedule_requested
+from flotilla.scheduler.placement import DIVIDED, DUPLICATED, effective_placement, is_workload, reschedule_requested
 
 APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
 
