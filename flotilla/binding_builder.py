@@ -31,21 +31,23 @@ from fractions import Fraction
 from typing import Any
 
 from flotilla.api import codec, keys, registry
+from flotilla.api.bindings import Binding
 from flotilla.api.v1 import core_pb2, meta_pb2, policy_pb2, work_pb2
+from flotilla.api.wellknown import (
+    BINDING_FINALIZER,
+    CLUSTER_BINDING_FINALIZER,
+    CPP_NAME_ANNOTATION,
+    CPP_PERMANENT_ID_LABEL,
+    DEFAULT_SCHEDULER,
+    PP_NAME_ANNOTATION,
+    PP_NAMESPACE_ANNOTATION,
+    PP_PERMANENT_ID_LABEL,
+)
 from flotilla.member.quantity import Format, format_quantity
 from flotilla.member.summary import pod_requests
 
 Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
-Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
 
-DEFAULT_SCHEDULER = "default-scheduler"
-BINDING_FINALIZER = "karmada.io/binding-controller"
-CLUSTER_BINDING_FINALIZER = "karmada.io/cluster-resource-binding-controller"
-PP_PERMANENT_ID_LABEL = "propagationpolicy.karmada.io/permanent-id"
-CPP_PERMANENT_ID_LABEL = "clusterpropagationpolicy.karmada.io/permanent-id"
-PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
-PP_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
-CPP_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
 
 # (apiVersion, kind) -> where the replica count lives; the pod template is at spec.template.spec.
 _REPLICA_FIELD = {

@@ -10,10 +10,10 @@ from typing import Any
 
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.member import Credentials
 from flotilla.store import NotFound, Store
 
-SECRET_NAMESPACE = "karmada-cluster"
 SECRET_TYPE = registry.for_kind("v1", "Secret")
 
 
@@ -29,7 +29,7 @@ def secret_document(name: str, credentials: Credentials) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name, "namespace": SECRET_NAMESPACE},
+        "metadata": {"name": name, "namespace": CLUSTER_SECRET_NAMESPACE},
         "type": "Opaque",
         "data": data,
     }
@@ -44,7 +44,7 @@ async def load_credentials(store: Store, cluster: cluster_pb2.Cluster) -> Creden
     if not ref.name:
         raise ValueError(f"cluster {cluster.metadata.name} has no spec.secretRef")
     try:
-        secret = await store.get(SECRET_TYPE, ref.namespace or SECRET_NAMESPACE, ref.name)
+        secret = await store.get(SECRET_TYPE, ref.namespace or CLUSTER_SECRET_NAMESPACE, ref.name)
     except NotFound as e:
         raise ValueError(f"secret {ref.namespace}/{ref.name} of cluster {cluster.metadata.name} not found") from e
     data = json.loads(secret.content or b"{}").get("data") or {}

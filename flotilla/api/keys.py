@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from flotilla.api.wellknown import EXECUTION_NAMESPACE_PREFIX
+
 ETCD_ROOT = "/flotilla"
-EXECUTION_NAMESPACE_PREFIX = "karmada-es-"
 
 # Karmada's rand.SafeEncodeString alphabet: no vowels, so no words, and no
 # characters that confuse (0/o, 1/l, 3/e).

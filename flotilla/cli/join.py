@@ -15,11 +15,12 @@ import aetcd.rtypes
 
 from flotilla.api import keys, registry
 from flotilla.api.v1 import webhook_pb2
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.cli.apply import violations_line
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient
-from flotilla.credentials import SECRET_NAMESPACE, secret_document
+from flotilla.credentials import secret_document
 from flotilla.member import load_kubeconfig
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
@@ -39,7 +40,7 @@ def cluster_document(args: argparse.Namespace, insecure: bool) -> dict:
     spec: dict = {
         "apiEndpoint": args.server,
         "syncMode": args.mode,
-        "secretRef": {"namespace": SECRET_NAMESPACE, "name": args.name},
+        "secretRef": {"namespace": CLUSTER_SECRET_NAMESPACE, "name": args.name},
     }
     if insecure:
         spec["insecureSkipTLSVerification"] = True

@@ -11,9 +11,10 @@ from opentelemetry import trace
 from flotilla.api import registry
 from flotilla.api.conditions import TRUE
 from flotilla.api.v1 import cluster_pb2
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.clusterstatus.observation import ReadyObservation
 from flotilla.clusterstatus.prober import ClusterProber, StatusUpdate, persisted_ready
-from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, traceparent
+from flotilla.runtime.tracecontext import traceparent
 from flotilla.store import NotFound, Store
 from flotilla.store.events import EventRecorder
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from opentelemetry import context, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-TRACEPARENT_ANNOTATION = "flotilla.io/traceparent"
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
+
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 

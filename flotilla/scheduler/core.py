@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from flotilla.api.bindings import Binding
 from flotilla.api.v1 import cluster_pb2, policy_pb2, work_pb2
 from flotilla.scheduler import division, selection
 from flotilla.scheduler.affinities import terms_to_try
@@ -39,7 +40,6 @@ from flotilla.scheduling import AffinityMatcher, BindingInfo, ClusterInfo
 
 SUCCESS_MESSAGE = "Binding has been scheduled successfully."
 
-Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
 
 
 class Outcome(StrEnum):

@@ -15,9 +15,14 @@ from functools import lru_cache
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
+from flotilla.api.wellknown import (
+    APPLIED_PLACEMENT_ANNOTATION,
+    CPP_PERMANENT_ID_LABEL,
+    DEFAULT_SCHEDULER,
+    MANAGED_BY_LABEL,
+    PP_PERMANENT_ID_LABEL,
+)
 from flotilla.scheduler.placement import DIVIDED, DUPLICATED, effective_placement, is_workload, reschedule_requested
-
-APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
 
 
 class Trigger(StrEnum):
@@ -116,14 +121,9 @@ def replicas_changed(spec: work_pb2.ResourceBindingSpec) -> bool:
     return False
 
 
-DEFAULT_SCHEDULER = "default-scheduler"
 # A policy (or, for attached bindings, another binding) claimed the binding: Karmada's
 # scheduler leaves alone bindings that nothing claims.
-CLAIM_LABELS = (
-    "propagationpolicy.karmada.io/permanent-id",
-    "clusterpropagationpolicy.karmada.io/permanent-id",
-    "binding.karmada.io/managed-by",
-)
+CLAIM_LABELS = (PP_PERMANENT_ID_LABEL, CPP_PERMANENT_ID_LABEL, MANAGED_BY_LABEL)
 
 
 def handled_by(binding: work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding, scheduler_name: str) -> bool:

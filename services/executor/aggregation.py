@@ -25,8 +25,9 @@ from typing import Any
 from flotilla.api import registry
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.api.wellknown import TEMPLATE_GENERATION_ANNOTATION
 from flotilla.binding_builder import template_content
-from services.executor.works import TEMPLATE_GENERATION_ANNOTATION, is_deleting, work_cluster
+from services.executor.works import is_deleting, work_cluster
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 APPLIED = "Applied"

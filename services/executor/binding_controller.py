@@ -19,49 +19,26 @@ from dataclasses import dataclass, field
 
 from opentelemetry import trace
 
-from flotilla.api import keys, registry
-from flotilla.api.keys import split_key
+from flotilla.api import bindings, keys, registry, wellknown
+from flotilla.api.bindings import Binding, binding_key, parse_binding_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
-from flotilla.binding_builder import BINDING_FINALIZER, CLUSTER_BINDING_FINALIZER
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
+from flotilla.runtime.tracecontext import context_from, traceparent
 from flotilla.store import AlreadyExists, NotFound, Store, StoreError
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import works
-from services.executor.works import Binding
 
 log = logging.getLogger(__name__)
 
-BINDING_KINDS: dict[str, ResourceType] = {
-    registry.RESOURCE_BINDING.kind: registry.RESOURCE_BINDING,
-    registry.CLUSTER_RESOURCE_BINDING.kind: registry.CLUSTER_RESOURCE_BINDING,
-}
-FINALIZERS = {registry.RESOURCE_BINDING.kind: BINDING_FINALIZER,
-              registry.CLUSTER_RESOURCE_BINDING.kind: CLUSTER_BINDING_FINALIZER}
 # Karmada's hard-coded wait before looking again at a binding held by a Directly task.
 DIRECTLY_REQUEUE_SECONDS = 5.0
 
 BINDING_ID_INDEX = "binding-id"
 BINDING_REF_INDEX = "binding-ref"
-
-
-def binding_key(kind: str, object_key: str) -> str:
-    return f"{kind}:{object_key}"
-
-
-def binding_key_of(binding: Binding) -> str:
-    kind = registry.RESOURCE_BINDING.kind if isinstance(binding, work_pb2.ResourceBinding) \
-        else registry.CLUSTER_RESOURCE_BINDING.kind
-    return binding_key(kind, keys.object_key(binding.metadata.namespace, binding.metadata.name))
-
-
-def parse_binding_key(key: str) -> tuple[ResourceType, str, str]:
-    kind, _, object_key = key.partition(":")
-    namespace, name = split_key(object_key)
-    return BINDING_KINDS[kind], namespace, name
 
 
 def template_type(binding: Binding) -> ResourceType | None:
@@ -77,11 +54,10 @@ def template_type(binding: Binding) -> ResourceType | None:
 def binding_ref_of_work(work: work_pb2.Work) -> str | None:
     """The key of the binding a Work's annotations point at."""
     annotations = work.metadata.annotations
-    if annotations.get(works.RB_NAME_ANNOTATION):
-        return binding_key(registry.RESOURCE_BINDING.kind, keys.object_key(
-            annotations.get(works.RB_NAMESPACE_ANNOTATION, ""), annotations[works.RB_NAME_ANNOTATION]))
-    if annotations.get(works.CRB_NAME_ANNOTATION):
-        return binding_key(registry.CLUSTER_RESOURCE_BINDING.kind, annotations[works.CRB_NAME_ANNOTATION])
+    for kind in bindings.BINDING_KINDS:
+        if name := annotations.get(kind.name_annotation):
+            namespace = annotations.get(kind.namespace_annotation, "") if kind.namespace_annotation else ""
+            return binding_key(kind.kind, keys.object_key(namespace, name))
     return None
 
 
@@ -173,7 +149,7 @@ class BindingReconciler:
     async def _template(self, binding: Binding) -> meta_pb2.Unstructured | None:
         rt = template_type(binding)
         if rt is None:
-            log.warning("event=skip-binding binding=%s reason=NotATemplateKind", binding_key_of(binding))
+            log.warning("event=skip-binding binding=%s reason=NotATemplateKind", bindings.key_of(binding))
             return None
         resource = binding.spec.resource
         return await self.store.try_get(rt, resource.namespace, resource.name)
@@ -208,7 +184,7 @@ class BindingReconciler:
         if current is None:
             new = work_pb2.Work()
             new.CopyFrom(desired)
-            new.metadata.labels[works.WORK_PERMANENT_ID_LABEL] = str(uuid.uuid4())
+            new.metadata.labels[wellknown.WORK_PERMANENT_ID_LABEL] = str(uuid.uuid4())
             if stamp:
                 new.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
             try:
@@ -256,7 +232,7 @@ class BindingReconciler:
                      work.metadata.namespace, work.metadata.name)
 
     async def _release(self, rt: ResourceType, binding: Binding) -> None:
-        finalizer = FINALIZERS[rt.kind]
+        finalizer = bindings.kind_named(rt.kind).finalizer
         if finalizer not in binding.metadata.finalizers:
             return
 
@@ -268,7 +244,7 @@ class BindingReconciler:
 
         with contextlib.suppress(NotFound):
             await self.store.mutate(rt, binding.metadata.namespace, binding.metadata.name, change)
-        log.info("event=release-binding binding=%s", binding_key_of(binding))
+        log.info("event=release-binding binding=%s", bindings.key_of(binding))
 
     async def _event(
         self, binding: Binding, template: meta_pb2.Unstructured, type_: str, reason: str, message: str

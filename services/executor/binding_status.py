@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 
 from flotilla.api import codec, keys
+from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import condition_status, set_condition
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.binding_builder import template_content
@@ -21,8 +22,7 @@ from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, Store
 from flotilla.store.informer import Informer
 from services.executor import aggregation, works
-from services.executor.binding_controller import BINDING_ID_INDEX, parse_binding_key, template_type
-from services.executor.works import Binding
+from services.executor.binding_controller import BINDING_ID_INDEX, template_type
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,8 @@ from typing import Any, NamedTuple
 
 from flotilla.api import keys, registry
 from flotilla.api.v1 import meta_pb2, work_pb2
-from flotilla.binding_builder import BINDING_FINALIZER, template_content
-
-DEPENDED_BY_LABEL_PREFIX = "resourcebinding.karmada.io/depended-by-"
+from flotilla.api.wellknown import BINDING_FINALIZER, DEPENDED_BY_LABEL_PREFIX
+from flotilla.binding_builder import template_content
 
 _WORKLOADS_WITH_POD_TEMPLATE = frozenset({
     ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet"),

@@ -24,10 +24,12 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from flotilla.api import keys, registry
+from flotilla.api import keys, registry, wellknown
+from flotilla.api.bindings import Binding, kind_named, parse_binding_key
 from flotilla.api.keys import split_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
+from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.binding_builder import build_binding
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -35,8 +37,7 @@ from flotilla.store import AlreadyExists, Conflict, NotFound, Store
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import dependencies, policy_match, works
-from services.executor.binding_controller import parse_binding_key, template_type
-from services.executor.works import Binding
+from services.executor.binding_controller import template_type
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,6 @@ CLAIM_INDEX = "claim"
 DEPENDED_BY_INDEX = "depended-by"
 DEPENDENCIES_INDEX = "dependencies"
 
-PP_FINALIZER = "karmada.io/propagation-policy-controller"
-CPP_FINALIZER = "karmada.io/cluster-propagation-policy-controller"
 
 # The spec fields a policy decides (Karmada's detector updates exactly these on an existing binding).
 POLICY_OWNED_SPEC_FIELDS = (
@@ -84,10 +83,6 @@ def policy_key(policy: policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagat
 
 
 # -- rules on bindings ------------------------------------------------------------------------
-
-
-def binding_id_label(binding_rt: ResourceType) -> str:
-    return works.RB_PERMANENT_ID_LABEL if binding_rt.namespaced else works.CRB_PERMANENT_ID_LABEL
 
 
 def binds(binding: Binding, kind: str, namespace: str, name: str) -> bool:
@@ -239,7 +234,7 @@ class TemplateReconciler:
     async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
                      binding_rt: ResourceType) -> bool:
         desired = build_binding(template, policy)
-        label = binding_id_label(binding_rt)
+        label = kind_named(binding_rt.kind).permanent_id_label
         key = template_key_of(template)
         if binding is None:
             desired.metadata.labels[label] = str(uuid.uuid4())
@@ -310,7 +305,7 @@ class DependencyReconciler:
         meta = dependent.metadata
         existing = await self.store.try_get(registry.RESOURCE_BINDING, namespace, binding_name)
         if existing is None:
-            new = dependencies.attached_binding(independent, dependent, works.RB_PERMANENT_ID_LABEL,
+            new = dependencies.attached_binding(independent, dependent, wellknown.RB_PERMANENT_ID_LABEL,
                                                 str(uuid.uuid4()))
             try:
                 await self.store.create(new)
@@ -328,8 +323,8 @@ class DependencyReconciler:
 
         def change(binding: work_pb2.ResourceBinding) -> bool:
             attached = dependencies.attach(binding, independent, dependent)
-            if not attached.metadata.labels.get(works.RB_PERMANENT_ID_LABEL):
-                attached.metadata.labels[works.RB_PERMANENT_ID_LABEL] = str(uuid.uuid4())
+            if not attached.metadata.labels.get(wellknown.RB_PERMANENT_ID_LABEL):
+                attached.metadata.labels[wellknown.RB_PERMANENT_ID_LABEL] = str(uuid.uuid4())
             if attached == binding:
                 return False
             binding.CopyFrom(attached)

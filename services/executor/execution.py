@@ -18,6 +18,7 @@ from flotilla.api import registry
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.member import MemberClient, MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -26,7 +27,6 @@ from flotilla.store.informer import Informer
 
 log = logging.getLogger(__name__)
 
-EXECUTION_FINALIZER = "karmada.io/execution-controller"
 APPLIED, DISPATCHING = "Applied", "Dispatching"
 
 Connect = Callable[[cluster_pb2.Cluster], Awaitable[MemberClient]]

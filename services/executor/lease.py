@@ -8,12 +8,12 @@ import logging
 
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, coordination_pb2
-from flotilla.credentials import SECRET_NAMESPACE
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.runtime.clock import Clock
 from flotilla.store import AlreadyExists, NotFound, Store, StoreError
 
 log = logging.getLogger(__name__)
-LEASE_NAMESPACE = SECRET_NAMESPACE
+LEASE_NAMESPACE = CLUSTER_SECRET_NAMESPACE
 
 
 class LeaseRenewer:

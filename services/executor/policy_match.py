@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from flotilla.api import keys
 from flotilla.api.v1 import meta_pb2, policy_pb2
-from flotilla.binding_builder import (
+from flotilla.api.wellknown import (
     CPP_NAME_ANNOTATION,
     CPP_PERMANENT_ID_LABEL,
     PP_NAME_ANNOTATION,

@@ -13,20 +13,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flotilla.api import keys, registry
+from flotilla.api.bindings import binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import policy_pb2
+from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.binding_builder import template_content
 from flotilla.runtime.manager import ToKeys, WatchEvent
 from flotilla.store.informer import EventType, Informer
 from services.executor import dependencies, works
-from services.executor.binding_controller import binding_key, binding_ref_of_work
+from services.executor.binding_controller import binding_ref_of_work
 from services.executor.detector import (
     CLAIM_INDEX,
-    CPP_FINALIZER,
     DEPENDENCIES_INDEX,
-    PP_FINALIZER,
     policy_key,
     template_key,
     template_key_of,

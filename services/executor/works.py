@@ -19,22 +19,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flotilla.api import codec, keys, registry
+from flotilla.api.bindings import Binding, kind_of
 from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.api.wellknown import (
+    CONFLICT_RESOLUTION_ANNOTATION,
+    CRB_NAME_ANNOTATION,
+    CRB_PERMANENT_ID_LABEL,
+    EXECUTION_FINALIZER,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+    RB_PERMANENT_ID_LABEL,
+    TEMPLATE_GENERATION_ANNOTATION,
+    TRACEPARENT_ANNOTATION,
+)
 from flotilla.apportionment import webster
 from flotilla.binding_builder import template_content
-from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION
-
-Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
-
-RB_PERMANENT_ID_LABEL = "resourcebinding.karmada.io/permanent-id"
-CRB_PERMANENT_ID_LABEL = "clusterresourcebinding.karmada.io/permanent-id"
-WORK_PERMANENT_ID_LABEL = "work.karmada.io/permanent-id"
-RB_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
-RB_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
-CRB_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"
-TEMPLATE_GENERATION_ANNOTATION = "resourcetemplate.karmada.io/generation"
-CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
-EXECUTION_FINALIZER = "karmada.io/execution-controller"
 
 # `Immediately` is the pre-v1.15 spelling of `Directly`.
 DIRECTLY = frozenset({"Directly", "Immediately"})
@@ -57,7 +56,7 @@ _REPLICA_FIELDS = {
 
 
 def binding_id_label(binding: Binding) -> str:
-    return RB_PERMANENT_ID_LABEL if isinstance(binding, work_pb2.ResourceBinding) else CRB_PERMANENT_ID_LABEL
+    return kind_of(binding).permanent_id_label
 
 
 def binding_id(binding: Binding) -> str:

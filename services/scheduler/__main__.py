@@ -12,11 +12,11 @@ from collections.abc import Sequence
 import grpc
 
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
+from flotilla.api.wellknown import DEFAULT_SCHEDULER
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
-from flotilla.scheduler.need_schedule import DEFAULT_SCHEDULER
 from flotilla.scheduling import PluginError
 from services.scheduler.events import EventSink
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions

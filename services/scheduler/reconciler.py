@@ -22,27 +22,23 @@ from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
 from flotilla.api import registry
+from flotilla.api.bindings import BINDING_KINDS, Binding
 from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import cluster_pb2, meta_pb2, work_pb2
+from flotilla.api.v1 import cluster_pb2, meta_pb2
+from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Result
 from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
-from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
+from flotilla.runtime.tracecontext import context_from, traceparent
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
 from flotilla.scheduler.framework import Framework
-from flotilla.scheduler.need_schedule import (
-    APPLIED_PLACEMENT_ANNOTATION,
-    DEFAULT_SCHEDULER,
-    Trigger,
-    applied_placement,
-    handled_by,
-    need_schedule,
-)
+from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
 from flotilla.scheduler.placement import is_workload
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
 from flotilla.store import Conflict, NotFound, Store
+from flotilla.store.base import object_key_of
 from flotilla.store.events import NORMAL, WARNING
 from flotilla.store.informer import EventType, Informer
 from services.scheduler.events import EventSink
@@ -60,8 +56,6 @@ E2E_DURATION = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
 
-Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
-BINDING_KINDS = (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)
 
 
 @dataclass(frozen=True)
@@ -234,7 +228,7 @@ class BindingScheduler:
             context=parent,
             attributes={
                 "flotilla.step": "reschedule",
-                "flotilla.binding": f"{self.kind.kind}/{_key(binding)}",
+                "flotilla.binding": f"{self.kind.kind}/{object_key_of(binding)}",
                 "flotilla.trigger": trigger.value,
                 "flotilla.evicted_from": ",".join(t.from_cluster for t in binding.spec.graceful_eviction_tasks),
             },
@@ -314,8 +308,8 @@ class BindingScheduler:
         trace_id = f" trace_id={span.get_span_context().trace_id:032x}" if span is not None else ""
         clusters = _targets_text(decision.clusters, ",") if decision.clusters is not None else "unchanged"
         log.info('event=schedule kind=%s binding=%s trigger=%s result=%s clusters=%s message="%s" unfit="%s"%s',
-                 self.kind.kind, _key(binding), trigger.value, decision.outcome.value, clusters, decision.message,
-                 unfit, trace_id)
+                 self.kind.kind, object_key_of(binding), trigger.value, decision.outcome.value, clusters,
+                 decision.message, unfit, trace_id)
 
     def _record_events(self, binding: Binding, decision: core.Decision) -> None:
         if self.events is None:
@@ -338,9 +332,6 @@ def _news(binding: Binding, decision: core.Decision) -> bool:
     return condition is None or (condition.reason, condition.message) != (decision.outcome.value, decision.message)
 
 
-def _key(binding: Binding) -> str:
-    meta = binding.metadata
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
 
 
 def _targets_text(targets: list[tuple[str, int]] | None, separator: str = ", ") -> str:
@@ -389,13 +380,13 @@ def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
 def bindings_affected_by_cluster(bindings: Informer) -> ToKeys[cluster_pb2.Cluster]:
     def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
         info = ClusterInfo.from_cluster(event.obj)
-        return [_key(b) for b in bindings.list() if affected_by(b, info)]
+        return [object_key_of(b) for b in bindings.list() if affected_by(b, info)]
 
     return to_keys
 
 
-def binding_key(event: WatchEvent[Binding]) -> list[str]:
-    return [_key(event.obj)]
+def binding_keys(event: WatchEvent[Binding]) -> list[str]:
+    return [object_key_of(event.obj)]
 
 
 class SchedulerLoop:
@@ -418,14 +409,15 @@ class SchedulerLoop:
             # The initial list finds every binding unscheduled or settled anyway.
             return clusters.synced and cluster_change_matters(event)
 
-        for kind in BINDING_KINDS:
+        for binding_kind in BINDING_KINDS:
+            kind = binding_kind.resource_type
             informer = manager.informer(kind)
             reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
                                           events, tracer)
             controller = manager.controller(f"scheduler-{kind.plural}", reconciler, workers=options.workers,
                                             logger=log)
             manager.on_event(informer, self._forget_reservations(kind), predicate=_deleted)
-            manager.watch(informer, binding_key, controller, predicate=self._needs_look(reconciler))
+            manager.watch(informer, binding_keys, controller, predicate=self._needs_look(reconciler))
             affected = bindings_affected_by_cluster(informer)
 
             def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[Any] = affected,
@@ -442,7 +434,7 @@ class SchedulerLoop:
             manager.add_runnable("scheduler-events", events.run)
 
     def _forget_reservations(self, kind: ResourceType) -> Callable[[WatchEvent[Binding]], None]:
-        return lambda event: self.ledger.forget(ledger_key(kind.kind, _key(event.obj)))
+        return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))
 
     @staticmethod
     def _needs_look(reconciler: BindingScheduler) -> Callable[[WatchEvent[Binding]], bool]:
@@ -453,7 +445,7 @@ class SchedulerLoop:
             if old is not None and old.metadata.generation == binding.metadata.generation:
                 return False
             # Its own spec write needs no new decision.
-            return not reconciler.own_change(_key(binding), binding.metadata.generation)
+            return not reconciler.own_change(object_key_of(binding), binding.metadata.generation)
 
         return predicate
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from flotilla.api import registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.observation import READY
-from flotilla.credentials import SECRET_NAMESPACE
 from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, Store
 from flotilla.store.informer import Informer
@@ -17,7 +17,7 @@ from services.status.monitor import Grace, MonitorState, ReadySnapshot, assess
 from services.status.push import is_pull
 
 log = logging.getLogger(__name__)
-LEASE_NAMESPACE = SECRET_NAMESPACE
+LEASE_NAMESPACE = CLUSTER_SECRET_NAMESPACE
 
 
 def _time(ts: object) -> datetime | None:

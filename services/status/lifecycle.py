@@ -14,11 +14,11 @@ import logging
 from flotilla.api import registry
 from flotilla.api.keys import execution_namespace, split_key
 from flotilla.api.v1 import cluster_pb2
-from flotilla.credentials import SECRET_NAMESPACE, SECRET_TYPE
+from flotilla.api.wellknown import CLUSTER_FINALIZER, CLUSTER_SECRET_NAMESPACE
+from flotilla.credentials import SECRET_TYPE
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, Store
 from flotilla.store.informer import Informer
-from services.status.push import CLUSTER_FINALIZER
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class ClusterLifecycleReconciler:
         ref = cluster.spec.secret_ref
         if ref.name:
             try:
-                await self.store.delete(SECRET_TYPE, ref.namespace or SECRET_NAMESPACE, ref.name)
+                await self.store.delete(SECRET_TYPE, ref.namespace or CLUSTER_SECRET_NAMESPACE, ref.name)
             except NotFound:
                 pass
         try:

@@ -11,6 +11,7 @@ from opentelemetry import trace
 
 from flotilla.api.keys import split_key
 from flotilla.api.v1 import cluster_pb2
+from flotilla.api.wellknown import CLUSTER_FINALIZER
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
@@ -19,7 +20,6 @@ from flotilla.store import Store
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 
-CLUSTER_FINALIZER = "karmada.io/cluster-controller"
 PUSH, PULL = "Push", "Pull"
 
 

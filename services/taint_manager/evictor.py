@@ -15,12 +15,12 @@ from datetime import datetime
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api import registry
-from flotilla.api.keys import split_key
+from flotilla.api.bindings import parse_binding_key
 from flotilla.api.registry import ResourceType
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION, context_from, traceparent
+from flotilla.runtime.tracecontext import context_from, traceparent
 from flotilla.store import NotFound, Store
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -39,22 +39,6 @@ log = logging.getLogger(__name__)
 EVICTIONS = Counter("flotilla_taint_manager_evictions_total", "Clusters evicted from bindings", ["kind"])
 HELD = Counter("flotilla_taint_manager_evictions_held_total",
                "Evictions held back by mass-failure protection", ["reason"])
-
-BINDING_KINDS: dict[str, ResourceType] = {
-    registry.RESOURCE_BINDING.kind: registry.RESOURCE_BINDING,
-    registry.CLUSTER_RESOURCE_BINDING.kind: registry.CLUSTER_RESOURCE_BINDING,
-}
-
-
-def binding_key(kind: str, object_key: str) -> str:
-    return f"{kind}:{object_key}"
-
-
-def parse_binding_key(key: str) -> tuple[ResourceType, str, str]:
-    kind, _, object_key = key.partition(":")
-    namespace, name = split_key(object_key)
-    return BINDING_KINDS[kind], namespace, name
-
 
 @dataclass(frozen=True)
 class EvictorConfig:

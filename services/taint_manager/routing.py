@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from flotilla.api.bindings import binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.runtime.manager import ToKeys, WatchEvent
 from flotilla.store.informer import EventType, Informer
-from services.taint_manager.evictor import EvictorState, binding_key
+from services.taint_manager.evictor import EvictorState
 
 CLUSTER_INDEX = "cluster"
 

@@ -11,6 +11,7 @@ from opentelemetry import trace
 from flotilla.api import codec, registry
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.store import Conflict, NotFound
+from flotilla.store.base import object_key_of
 from services.webhook.admission import Admission, Outcome, Review
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
                 span.set_attribute("flotilla.object", f"{review.obj.kind}/{review.obj.metadata.name}")
             if review.allowed:
                 log.info("event=apply kind=%s key=%s result=%s", review.obj.kind,
-                         _key(review.obj), outcome.result)
+                         object_key_of(review.obj), outcome.result)
             return _response(review, outcome.result)
 
     async def Default(self, request: webhook_pb2.AdmissionRequest, context: grpc.aio.ServicerContext
@@ -87,6 +88,3 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         return webhook_pb2.DeleteResponse(result=result)
 
 
-def _key(obj: object) -> str:
-    meta = obj.metadata  # type: ignore[attr-defined]
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name

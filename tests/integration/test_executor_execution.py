@@ -12,13 +12,13 @@ from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, config_pb2, work_pb2
+from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.credentials import secret_document
 from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
 from flotilla.store.informer import Informer
-from services.executor.execution import EXECUTION_FINALIZER
 from services.executor.execution_manager import ExecutionManager
 from sim import SimServer
 from tests.factories import EXAMPLE_FILES

@@ -13,8 +13,8 @@ import pytest
 
 from flotilla.api import codec, registry
 from flotilla.api.v1 import work_pb2
-from flotilla.binding_builder import PP_PERMANENT_ID_LABEL, build_binding
-from flotilla.runtime.tracecontext import TRACEPARENT_ANNOTATION
+from flotilla.api.wellknown import PP_PERMANENT_ID_LABEL, TRACEPARENT_ANNOTATION
+from flotilla.binding_builder import build_binding
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.conftest import start_service, stop_service

@@ -8,8 +8,8 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import work_pb2
+from flotilla.api.wellknown import DEPENDED_BY_LABEL_PREFIX
 from services.executor.dependencies import (
-    DEPENDED_BY_LABEL_PREFIX,
     Dependency,
     attach,
     attached_binding,

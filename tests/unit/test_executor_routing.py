@@ -4,13 +4,13 @@ from typing import Any
 
 import pytest
 
-from flotilla.api import codec
+from flotilla.api import codec, wellknown
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.runtime.clock import FakeClock
 from flotilla.runtime.manager import WatchEvent
 from flotilla.store.informer import EventType
-from services.executor import routing, works
+from services.executor import routing
 from tests.unit.cache_fake import Cache
 
 ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
@@ -35,8 +35,8 @@ def work(name: str, binding: str | None = "web-deployment") -> work_pb2.Work:
     w = work_pb2.Work()
     w.metadata.name, w.metadata.namespace = name, "karmada-es-m1"
     if binding is not None:
-        w.metadata.annotations[works.RB_NAME_ANNOTATION] = binding
-        w.metadata.annotations[works.RB_NAMESPACE_ANNOTATION] = "default"
+        w.metadata.annotations[wellknown.RB_NAME_ANNOTATION] = binding
+        w.metadata.annotations[wellknown.RB_NAMESPACE_ANNOTATION] = "default"
     return w
 
 

@@ -8,14 +8,8 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
-from flotilla.scheduler.need_schedule import (
-    APPLIED_PLACEMENT_ANNOTATION,
-    Trigger,
-    applied_placement,
-    handled_by,
-    need_schedule,
-    placement_changed,
-)
+from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION
+from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule, placement_changed
 
 DIVIDED = {"clusterAffinity": {"clusterNames": ["m1", "m2"]},
            "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}

@@ -8,7 +8,7 @@ from flotilla.api import codec
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.manager import WatchEvent
 from flotilla.store.informer import EventType
-from services.scheduler.reconciler import binding_key, bindings_affected_by_cluster, cluster_change_matters
+from services.scheduler.reconciler import binding_keys, bindings_affected_by_cluster, cluster_change_matters
 from tests.unit.cache_fake import Cache
 
 ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
@@ -50,4 +50,4 @@ def test_a_cluster_change_reaches_bindings_it_may_move() -> None:
 
 
 def test_a_binding_is_its_own_key() -> None:
-    assert binding_key(WatchEvent(ADDED, rb("x"))) == ["default/x"]
+    assert binding_keys(WatchEvent(ADDED, rb("x"))) == ["default/x"]

@@ -13,17 +13,14 @@ from flotilla.api import codec
 from flotilla.api.taints import TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE
 from flotilla.api.v1.cluster_pb2 import Cluster
 from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, PropagationPolicy
+from flotilla.api.wellknown import CPP_PERMANENT_ID_LABEL, PP_PERMANENT_ID_LABEL
 from services.webhook.defaulting import AdmissionConfig, default_object
-from services.webhook.rules.permanent_id import (
-    CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
-    PROPAGATION_POLICY_PERMANENT_ID_LABEL,
-)
 from tests.admission_cases import VALID_BASES, parse_document
 from tests.factories import EXAMPLE_FILES
 
 NOW = datetime(2026, 11, 22, 3, 13, 39, 250_000, tzinfo=UTC)
 CONFIG = AdmissionConfig()
-ID_LABEL = PROPAGATION_POLICY_PERMANENT_ID_LABEL
+ID_LABEL = PP_PERMANENT_ID_LABEL
 
 PP = """\
 apiVersion: policy.karmada.io/v1alpha1
@@ -262,7 +259,7 @@ def test_permanent_id_added_on_create() -> None:
 def test_cluster_propagation_policy_has_its_own_permanent_id_label() -> None:
     path = next(p for p in EXAMPLE_FILES if p.name == "tolerations.yaml")
     labels = defaulted(codec.load_yaml_documents(path.read_text())[0]).metadata.labels
-    assert list(labels) == [CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL]
+    assert list(labels) == [CPP_PERMANENT_ID_LABEL]
 
 
 def test_permanent_id_kept_from_the_stored_object_on_update() -> None:

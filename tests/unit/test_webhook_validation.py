@@ -10,10 +10,10 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.api.v1.policy_pb2 import PropagationPolicy
+from flotilla.api.wellknown import PP_PERMANENT_ID_LABEL
 from flotilla.jsonpath_template import jsonpath_template_problem
 from services.webhook.defaulting import AdmissionConfig
 from services.webhook.rules.lua import lua_compile_error
-from services.webhook.rules.permanent_id import PROPAGATION_POLICY_PERMANENT_ID_LABEL
 from services.webhook.validation import validate_object
 from tests.admission_cases import (
     AFFINITIES,
@@ -29,8 +29,8 @@ from tests.admission_cases import (
 from tests.factories import EXAMPLE_FILES
 
 NOW = datetime(2026, 11, 22, 3, 13, 39, tzinfo=UTC)
-ID_LABEL = PROPAGATION_POLICY_PERMANENT_ID_LABEL
-PERMANENT_ID_PATH = f"metadata.labels[{PROPAGATION_POLICY_PERMANENT_ID_LABEL}]"
+ID_LABEL = PP_PERMANENT_ID_LABEL
+PERMANENT_ID_PATH = f"metadata.labels[{PP_PERMANENT_ID_LABEL}]"
 
 
 def paths(errors: list[codec.FieldError]) -> list[str]:

@@ -13,9 +13,6 @@ from flotilla.api.codec import FieldError
 from flotilla.api.v1.meta_pb2 import ObjectMeta
 from services.webhook.rules.fields import child, key, required
 
-PROPAGATION_POLICY_PERMANENT_ID_LABEL = "propagationpolicy.karmada.io/permanent-id"
-CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL = "clusterpropagationpolicy.karmada.io/permanent-id"
-
 
 def default_permanent_id(meta: ObjectMeta, old_meta: ObjectMeta | None, label: str) -> None:
     """CREATE: a new UUID unless the object already has one. UPDATE: the stored value, if the update dropped it.

@@ -10,14 +10,10 @@ from collections.abc import Iterator
 
 from flotilla.api.codec import FieldError
 from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, PropagationPolicy, PropagationSpec
+from flotilla.api.wellknown import CPP_PERMANENT_ID_LABEL, PP_PERMANENT_ID_LABEL
 from services.webhook.rules.failover import default_failover, validate_failover
 from services.webhook.rules.fields import child, required, unsupported
-from services.webhook.rules.permanent_id import (
-    CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
-    PROPAGATION_POLICY_PERMANENT_ID_LABEL,
-    default_permanent_id,
-    validate_permanent_id,
-)
+from services.webhook.rules.permanent_id import default_permanent_id, validate_permanent_id
 from services.webhook.rules.placement import default_placement, validate_placement
 from services.webhook.rules.selectors import (
     default_selector_namespaces,
@@ -85,8 +81,8 @@ def policy_namespace(policy: Policy) -> str | None:
 
 def permanent_id_label(policy: Policy) -> str:
     if isinstance(policy, PropagationPolicy):
-        return PROPAGATION_POLICY_PERMANENT_ID_LABEL
-    return CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL
+        return PP_PERMANENT_ID_LABEL
+    return CPP_PERMANENT_ID_LABEL
 
 
 def _validate_enums(spec: PropagationSpec) -> Iterator[FieldError]:
