@@ -1,4 +1,4 @@
-"""Webster / Sainte-Laguë apportionment with Karmada's tie-break (spec §8.5).
+"""Webster / Sainte-Laguë apportionment with Karmada's tie-break (docs/karmada-rules.md §8.5).
 
 Shared by replica division in the scheduler and Job completions split by the
 executor, so both divide exactly as Karmada does.

@@ -1,4 +1,4 @@
-"""Status for the non-workload kinds whose health Karmada interprets (spec §13), filled in the
+"""Status for the non-workload kinds whose health Karmada interprets (docs/karmada-rules.md §13), filled in the
 way their controllers would settle: LoadBalancer Services and Ingresses get an address, PVCs are
 Bound, PodDisruptionBudgets count their healthy pods, CRDs are Established."""
 

@@ -72,7 +72,7 @@ def safe_encode(text: str) -> str:
 
 
 def work_name(namespace: str | None, name: str, kind: str) -> str:
-    """Karmada's Work name for a template: `<name>-<SafeEncode(FNV-32a(ns-name-kind))>` (spec §2.4).
+    """Karmada's Work name for a template: `<name>-<SafeEncode(FNV-32a(ns-name-kind))>` (docs/karmada-rules.md §2.4).
 
     Deployment default/nginx -> `nginx-687f7fb96f`.
     """

@@ -29,7 +29,7 @@ from flotilla.store.endpoints import list_endpoints
 R = TypeVar("R")
 TIMEOUT = 60.0
 OUTPUTS = ("json",)
-# How `explain` words the scheduler's reading of spec §8.1 for a binding.
+# How `explain` words the scheduler's reading of docs/karmada-rules.md §8.1 for a binding.
 TRIGGER_TEXT = {
     "None": "none: the scheduler leaves the binding as it is until it or its clusters change",
     "NotHandled": "none: another scheduler's binding, scheduling suspended, or no policy claims it",

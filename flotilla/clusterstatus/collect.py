@@ -1,4 +1,4 @@
-"""Collecting what Cluster.status reports besides Ready (spec §3 step 5)."""
+"""Collecting what Cluster.status reports besides Ready (docs/karmada-rules.md §3 step 5)."""
 
 from __future__ import annotations
 

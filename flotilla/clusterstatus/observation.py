@@ -1,4 +1,4 @@
-"""What one probe says about a cluster's Ready condition (spec §3 steps 2-3).
+"""What one probe says about a cluster's Ready condition (docs/karmada-rules.md §3 steps 2-3).
 
 The status controller never produces Unknown: an unreachable Push cluster is
 Ready=False/ClusterNotReachable.

@@ -1,4 +1,5 @@
-"""The threshold filter that keeps a flapping cluster from flapping its Ready condition (spec §3 step 4).
+"""The threshold filter that keeps a flapping cluster from flapping its Ready condition
+(docs/karmada-rules.md §3 step 4).
 
 A change across the True / not-True boundary becomes visible only once it has
 been observed continuously for the threshold (success threshold towards True,

@@ -1,4 +1,4 @@
-"""Resource interpretation: how healthy a member object is (spec §13)."""
+"""Resource interpretation: how healthy a member object is (docs/karmada-rules.md §13)."""
 
 from flotilla.interpreter.errors import InterpretationError
 from flotilla.interpreter.health import HEALTHY, UNHEALTHY, UNKNOWN, HealthInterpreter, HealthResult

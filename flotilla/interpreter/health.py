@@ -1,6 +1,6 @@
 """Health of a member object: the entry point the work-status and application failover controllers call.
 
-Precedence (spec §13): a ResourceInterpreterCustomization health script for
+Precedence (docs/karmada-rules.md §13): a ResourceInterpreterCustomization health script for
 the object's exact (apiVersion, kind), else Karmada's native rule, else
 Healthy. Flotilla has no interpreter webhooks or bundled third-party
 customizations, the two layers Karmada puts in between.

@@ -78,7 +78,7 @@ def poddisruptionbudget_healthy(obj: Mapping[str, Any]) -> bool:
 
 # Keyed by the exact apiVersion, as Karmada keys them by GroupVersionKind:
 # `extensions/v1beta1` Ingress or `policy/v1beta1` PodDisruptionBudget have no
-# native rule. Job deliberately has none (spec §13), so it is always Healthy
+# native rule. Job deliberately has none (docs/karmada-rules.md §13), so it is always Healthy
 # and not eligible for application failover.
 NATIVE_HEALTH_RULES: Mapping[tuple[str, str], HealthRule] = {
     ("apps/v1", "Deployment"): deployment_healthy,

@@ -70,7 +70,7 @@ class MemberClient:
         return self.credentials.server
 
     async def health(self) -> Health:
-        """Karmada's probe (spec §3 step 3): GET /readyz, and /healthz only if /readyz is 404.
+        """Karmada's probe (docs/karmada-rules.md §3 step 3): GET /readyz, and /healthz only if /readyz is 404.
 
         No answer (refused, dropped, timed out) or a refusal of our credentials (401/403) is
         offline; 200 is healthy. Any other answer means the API server is there but not

@@ -1,4 +1,4 @@
-"""clusterAffinities (spec §8.3): the ordered fallback groups a binding may be placed in.
+"""clusterAffinities (docs/karmada-rules.md §8.3): the ordered fallback groups a binding may be placed in.
 
 Scheduling starts at the term the binding last settled on and only ever moves down the
 list; going back up takes an explicit reschedule, so a placement does not flap back to

@@ -1,4 +1,4 @@
-"""How many more replicas of a workload a cluster can hold (spec §8.4, Karmada's general
+"""How many more replicas of a workload a cluster can hold (docs/karmada-rules.md §8.4, Karmada's general
 estimator), and the reservation ledger that keeps a burst of decisions from herding.
 
 The estimate comes from Cluster.status.resourceSummary: for each resource the

@@ -1,4 +1,4 @@
-"""Replica division (spec §8.5): how many replicas each selected cluster gets.
+"""Replica division (docs/karmada-rules.md §8.5): how many replicas each selected cluster gets.
 
 Pure functions over names and numbers. Results are lists of (cluster, replicas)
 in the order Karmada writes them into spec.clusters, so a binding scheduled by

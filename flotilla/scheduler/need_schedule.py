@@ -1,4 +1,4 @@
-"""Whether a binding needs scheduling (spec §8.1), as a pure function of the binding.
+"""Whether a binding needs scheduling (docs/karmada-rules.md §8.1), as a pure function of the binding.
 
 Divided workloads are deliberately left where they are when a cluster turns NotReady,
 gets a NoSchedule taint or changes labels: only eviction (which takes the cluster out of

@@ -67,7 +67,7 @@ def strategy_of(placement: policy_pb2.Placement) -> str:
 
 
 def is_workload(spec: work_pb2.ResourceBindingSpec) -> bool:
-    """Replicas to divide: replicas or requirements, and at most one pod template (spec §8.5)."""
+    """Replicas to divide: replicas or requirements, and at most one pod template (docs/karmada-rules.md §8.5)."""
     return (spec.replicas > 0 or spec.HasField("replica_requirements")) and len(spec.components) <= 1
 
 

@@ -1,4 +1,4 @@
-"""The select step (spec §8.4): which of the feasible clusters a binding uses, by its
+"""The select step (docs/karmada-rules.md §8.4): which of the feasible clusters a binding uses, by its
 spread constraints.
 
 Pure functions over ranked candidates. Error messages are Karmada's, word for word.

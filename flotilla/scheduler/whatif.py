@@ -58,7 +58,7 @@ def tolerates_forever(placement: policy_pb2.Placement) -> bool:
 
 def evict(binding: core.Binding, failed: Sequence[str]) -> core.Binding:
     """The binding as the taint manager leaves it: failed clusters moved from spec.clusters to
-    graceful eviction tasks (spec §7.1)."""
+    graceful eviction tasks (docs/karmada-rules.md §7.1)."""
     evicted = copy.deepcopy(binding)
     kept = [t for t in binding.spec.clusters if t.name not in failed]
     gone = [t for t in binding.spec.clusters if t.name in failed]

@@ -1,7 +1,7 @@
 """The Pull-mode agent: runs beside one member cluster, talks only to etcd and
 that cluster. It publishes the cluster's status with the same probe rules the
 status service uses for Push clusters, and renews the cluster's Lease once the
-cluster has first been seen healthy (spec §3 step 5)."""
+cluster has first been seen healthy (docs/karmada-rules.md §3 step 5)."""
 
 from __future__ import annotations
 

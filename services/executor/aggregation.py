@@ -1,4 +1,4 @@
-"""Status aggregation (spec §10, end): Works -> binding `status.aggregatedStatus` and
+"""Status aggregation (docs/karmada-rules.md §10, end): Works -> binding `status.aggregatedStatus` and
 `FullyApplied`, and the members' workload statuses -> the resource template's status.
 
 Pure functions. The template status follows Karmada's native AggregateStatus:

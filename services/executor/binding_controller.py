@@ -1,4 +1,4 @@
-"""The binding controller (spec §10): ResourceBindings and ClusterResourceBindings -> Works.
+"""The binding controller (docs/karmada-rules.md §10): ResourceBindings and ClusterResourceBindings -> Works.
 
 One code path for both kinds, keyed `Kind:namespace/name`. A pass reads the binding and
 the template from etcd, the binding's Works from the Work informer, and decides with

@@ -1,4 +1,4 @@
-"""The binding-status controller (spec §10, end): Work statuses -> the binding's
+"""The binding-status controller (docs/karmada-rules.md §10, end): Work statuses -> the binding's
 aggregatedStatus and FullyApplied condition -> the resource template's status.
 
 Keyed `Kind:namespace/name` like the binding controller. Only scheduled bindings (with

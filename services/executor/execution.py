@@ -1,4 +1,4 @@
-"""The execution controller (spec §11): each Work applied to its member cluster with
+"""The execution controller (docs/karmada-rules.md §11): each Work applied to its member cluster with
 server-side apply, and a deleted Work's objects deleted from the member before
 its finalizer goes.
 

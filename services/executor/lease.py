@@ -1,6 +1,6 @@
 """The Pull-mode agent's Lease `karmada-cluster/<cluster>`: renewed every
 renew-interval-fraction x lease-duration, so the status service can tell a
-live agent from a dead one (spec §3, §4.1)."""
+live agent from a dead one (docs/karmada-rules.md §3, §4.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Member status back into Works (spec §11, work-status controller).
+"""Member status back into Works (docs/karmada-rules.md §11, work-status controller).
 
 Per cluster and per period: one list per kind the cluster's Works carry (not one
 GET per object), then each Work's manifestStatuses (the member object's status

@@ -1,4 +1,4 @@
-"""Binding -> Works (spec §10 and §12.3), as pure functions of the binding, its template and its Works.
+"""Binding -> Works (docs/karmada-rules.md §10 and §12.3), as pure functions of the binding, its template and its Works.
 
 - Expected clusters: spec.clusters, the clusters of every binding in requiredBy, and the
   fromCluster of each graceful eviction task whose purge mode is not Directly (its Work is kept

@@ -1,1 +1,1 @@
-"""The scheduler: places ResourceBindings and ClusterResourceBindings on member clusters (spec §8)."""
+"""The scheduler: places ResourceBindings and ClusterResourceBindings on member clusters (docs/karmada-rules.md §8)."""

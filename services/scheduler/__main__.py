@@ -1,4 +1,4 @@
-"""`python -m services.scheduler`: places bindings on clusters (spec §8).
+"""`python -m services.scheduler`: places bindings on clusters (docs/karmada-rules.md §8).
 
 The leader runs the scheduling loop; every replica serves Explain and WhatIf.
 """

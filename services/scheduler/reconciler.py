@@ -347,7 +347,7 @@ def _template_ref(binding: Binding) -> meta_pb2.Unstructured:
 
 
 def affected_by(binding: Binding, cluster: ClusterInfo) -> bool:
-    """Whether a change to `cluster` may change the binding's placement (spec §8.1): its affinity
+    """Whether a change to `cluster` may change the binding's placement (docs/karmada-rules.md §8.1): its affinity
     matches the cluster (or it has none), its clusterAffinities term is not settled yet, or it
     runs on the cluster."""
     if any(t.name == cluster.name for t in binding.spec.clusters):

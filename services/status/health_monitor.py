@@ -1,4 +1,5 @@
-"""Every cluster-monitor-period, turn Pull clusters whose agent went quiet Ready=Unknown (spec §4.1)."""
+"""Every cluster-monitor-period, turn Pull clusters whose agent went quiet Ready=Unknown
+(docs/karmada-rules.md §4.1)."""
 
 from __future__ import annotations
 

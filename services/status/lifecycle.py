@@ -1,4 +1,4 @@
-"""A Cluster's lifecycle (spec §4.2): the finalizer while it lives, and an orderly
+"""A Cluster's lifecycle (docs/karmada-rules.md §4.2): the finalizer while it lives, and an orderly
 removal when it is unjoined.
 
 Deletion: the cluster's Works are deleted (the execution controller's

@@ -1,4 +1,4 @@
-"""The health monitor for Pull clusters (spec §4.1): a cluster whose agent stops
+"""The health monitor for Pull clusters (docs/karmada-rules.md §4.1): a cluster whose agent stops
 reporting turns Ready=Unknown after the grace period.
 
 Push clusters are watched by this module too but never flipped: their prober

@@ -1,4 +1,4 @@
-"""Push clusters: probe every cluster-status-update-frequency and publish Ready (spec §3).
+"""Push clusters: probe every cluster-status-update-frequency and publish Ready (docs/karmada-rules.md §3).
 
 Level-triggered: each pass reads the cluster, probes, and writes the status
 with one compare-and-swap on a fresh read if anything changed; it then asks
@@ -55,7 +55,7 @@ class PushStatusReconciler:
         if cluster.metadata.HasField("deletion_timestamp"):
             return None
         if CLUSTER_FINALIZER not in cluster.metadata.finalizers:
-            # The lifecycle controller adds it; probing starts once it is there (spec §3 step 1).
+            # The lifecycle controller adds it; probing starts once it is there (docs/karmada-rules.md §3 step 1).
             return Result(requeue_after=min(self.frequency, 1.0))
         update = await self.prober.probe(name, cluster.status, lambda: self.clients.get(cluster))
         await self.publisher.publish(name, update)

@@ -1,4 +1,4 @@
-"""Which taints the controller keeps on a cluster, from its Ready condition (spec §4.2 and
+"""Which taints the controller keeps on a cluster, from its Ready condition (docs/karmada-rules.md §4.2 and
 Flotilla's decision 1: NoExecute after --failover-eviction-timeout).
 
 The controller owns `cluster.karmada.io/{not-ready,unreachable}` with effect

@@ -1,4 +1,4 @@
-"""GracefulEvictCluster (spec §7.1) and the state a stateful failover carries over (§12.3).
+"""GracefulEvictCluster (docs/karmada-rules.md §7.1) and the state a stateful failover carries over (§12.3).
 
 Pure edits of a binding spec; the reconciler makes them in one compare-and-swap.
 """

@@ -1,4 +1,4 @@
-"""NoExecute eviction of bindings (spec §7), ResourceBinding and ClusterResourceBinding alike.
+"""NoExecute eviction of bindings (docs/karmada-rules.md §7), ResourceBinding and ClusterResourceBinding alike.
 
 Per binding: every target cluster with NoExecute taints is assessed against the
 binding's tolerations; the clusters due now (and admitted by mass-failure

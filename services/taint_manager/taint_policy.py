@@ -1,4 +1,4 @@
-"""ClusterTaintPolicy (spec §5, Karmada >= v1.14): taints added or removed when cluster
+"""ClusterTaintPolicy (docs/karmada-rules.md §5, Karmada >= v1.14): taints added or removed when cluster
 conditions match.
 
 Policies apply in creationTimestamp order to one working copy of the taints:

@@ -1,4 +1,4 @@
-"""Whether, and when, a binding must leave a cluster with NoExecute taints (spec §7).
+"""Whether, and when, a binding must leave a cluster with NoExecute taints (docs/karmada-rules.md §7).
 
 A pure function of the cluster's taints, the binding's tolerations and the time.
 """

@@ -24,7 +24,8 @@ class AdmissionConfig:
     # --default-not-ready-toleration-seconds / --default-unreachable-toleration-seconds; 0 adds no toleration.
     default_not_ready_toleration_seconds: int = 600
     default_unreachable_toleration_seconds: int = 600
-    # --allow-no-execute-taint-policy: on in Flotilla, whose failover relies on such policies (spec header 3).
+    # --allow-no-execute-taint-policy: on in Flotilla, whose failover relies on such policies
+    # (docs/differences.md, decision 3).
     allow_no_execute_taint_policy: bool = True
 
     def __post_init__(self) -> None:

@@ -140,7 +140,7 @@ async def test_cluster_changes_move_duplicated_bindings_only(store: Store, loop:
 
     await store.mutate(registry.CLUSTER, "", "member2", promote)
     await rbs.wait("default/dup-deployment", placed(("member1", 2), ("member2", 2)))
-    # Divided workloads do not move because a cluster appeared (spec §8.1).
+    # Divided workloads do not move because a cluster appeared (docs/karmada-rules.md §8.1).
     assert targets(rbs.informer.get("default/div-deployment")) == [("member1", 2)]
     assert rbs.informer.get("default/div-deployment").metadata.generation == divided.metadata.generation
 

@@ -1,4 +1,4 @@
-"""The Ready threshold filter (spec §3 step 4), probe by probe on a fake timeline."""
+"""The Ready threshold filter (docs/karmada-rules.md §3 step 4), probe by probe on a fake timeline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Karmada's native health rules (spec §13), case by case, through HealthInterpreter."""
+"""Karmada's native health rules (docs/karmada-rules.md §13), case by case, through HealthInterpreter."""
 
 from __future__ import annotations
 

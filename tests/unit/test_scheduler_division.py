@@ -1,4 +1,4 @@
-"""Replica division (spec §8.5): Webster with Karmada's tie-break, static and dynamic weights."""
+"""Replica division (docs/karmada-rules.md §8.5): Webster with Karmada's tie-break, static and dynamic weights."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_uid_parity_decides_the_name_order_of_ties() -> None:
 
 
 @pytest.mark.parametrize(("replicas", "weights", "expected"), [
-    # The examples of spec §8.5.
+    # The examples of docs/karmada-rules.md §8.5.
     (12, {"m1": 3, "m2": 2, "m3": 1}, [("m1", 6), ("m2", 4), ("m3", 2)]),
     (13, {"m1": 3, "m2": 2, "m3": 1}, [("m1", 7), ("m2", 4), ("m3", 2)]),
     (14, {"m1": 3, "m2": 2, "m3": 1}, [("m1", 7), ("m2", 5), ("m3", 2)]),

@@ -1,4 +1,4 @@
-"""When a binding is (re)scheduled (spec §8.1), and which bindings a scheduler handles."""
+"""When a binding is (re)scheduled (docs/karmada-rules.md §8.1), and which bindings a scheduler handles."""
 
 from __future__ import annotations
 

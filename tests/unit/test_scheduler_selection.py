@@ -1,4 +1,4 @@
-"""The select step (spec §8.4): ranking, cluster and region spread constraints, group scores."""
+"""The select step (docs/karmada-rules.md §8.4): ranking, cluster and region spread constraints, group scores."""
 
 from __future__ import annotations
 

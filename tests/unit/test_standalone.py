@@ -42,3 +42,18 @@ def test_readme_links_only_files_in_the_repository() -> None:
     assert targets, "the README links its docs"
     missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
     assert missing == []
+
+
+def test_every_rule_the_code_cites_has_its_section_in_docs() -> None:
+    sections = set(re.findall(r"^#+ ([0-9.]+)\s", (ROOT / "docs" / "karmada-rules.md").read_text(), flags=re.M))
+    sections = {s.rstrip(".") for s in sections}
+    cited: dict[str, str] = {}
+    for base in ("flotilla", "services", "sim", "tests"):
+        for path in (ROOT / base).rglob("*.py"):
+            text = path.read_text()
+            assert "spec " + "§" not in text, f"{path.relative_to(ROOT)} cites the spec instead of docs/"
+            for number in re.findall(r"docs/karmada-rules\.md §([0-9]+(?:\.[0-9]+)*)", text):
+                cited[number] = str(path.relative_to(ROOT))
+    assert cited, "the code cites docs/karmada-rules.md"
+    missing = {n: where for n, where in cited.items() if n not in sections}
+    assert missing == {}

@@ -1,4 +1,4 @@
-"""Pull-cluster health monitor (spec §4.1) on a fake timeline."""
+"""Pull-cluster health monitor (docs/karmada-rules.md §4.1) on a fake timeline."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def validate_failover(spec: PropagationSpec, path: str) -> Iterator[FieldError]:
     if spec.failover.HasField("application"):
         if not spec.propagate_deps:
             # The application failover controller only acts on bindings that
-            # carry their dependencies along (spec §12.1).
+            # carry their dependencies along (docs/karmada-rules.md §12.1).
             yield FieldError(child(path, "propagateDeps"), "application failover is set, propagateDeps must be true")
         yield from validate_application_failover(spec.failover.application, child(failover_path, "application"))
     if spec.failover.HasField("cluster"):

@@ -19,7 +19,7 @@ def default_spread_constraints(constraints: Sequence[SpreadConstraint]) -> None:
             constraint.spread_by_field = SPREAD_BY_CLUSTER
         if constraint.min_groups == 0:
             constraint.min_groups = 1
-        # maxGroups has no default: 0 stays 0, which selects no clusters (spec §8.4).
+        # maxGroups has no default: 0 stays 0, which selects no clusters (docs/karmada-rules.md §8.4).
 
 
 def validate_spread_constraints(constraints: Sequence[SpreadConstraint], path: str) -> Iterator[FieldError]:

@@ -1,4 +1,4 @@
-"""ClusterTaintPolicy: Karmada's validating webhook for it (spec §5)."""
+"""ClusterTaintPolicy: Karmada's validating webhook for it (docs/karmada-rules.md §5)."""
 
 from __future__ import annotations
 
