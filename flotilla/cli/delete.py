@@ -49,7 +49,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("delete", help="delete objects named in a file, or by kind and name")
     p.add_argument("kind", nargs="?", help="resource kind, plural or short name (pp, cpp, rb, crb)")
     p.add_argument("names", nargs="*", help="object names")

@@ -257,7 +257,7 @@ async def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("describe", help="an object, its conditions and its events")
     p.add_argument("kind", metavar="KIND", help="clusters, pp, rb, works, deployments, … (or KIND/NAME)")
     p.add_argument("name", metavar="NAME", nargs="?", default=None)

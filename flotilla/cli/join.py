@@ -113,7 +113,7 @@ async def cmd_unjoin(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("join", help="register a member cluster")
     p.add_argument("name")
     p.add_argument("--kubeconfig", required=True, help="kubeconfig of the member cluster")

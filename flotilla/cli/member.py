@@ -98,7 +98,7 @@ async def cmd_member_get(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("member", help="look into the member clusters")
     member_sub = p.add_subparsers(dest="member_command", required=True, parser_class=type(p))
     g = member_sub.add_parser("get", help="objects as they are in each member cluster")

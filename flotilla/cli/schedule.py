@@ -231,7 +231,7 @@ async def cmd_whatif(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("schedule", help="where the scheduler would place a binding, offline (no etcd needed)")
     p.add_argument("-f", "--filename", action="append", required=True,
                    help="YAML with Clusters and a ResourceBinding, or a workload and its policy (- for stdin)")

@@ -73,7 +73,7 @@ async def cmd_taint(args: argparse.Namespace) -> int:
     raise CLIError(f"cluster/{args.name} kept changing; try again")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("taint", help="add or remove (KEY:EFFECT-) taints on a cluster")
     p.add_argument("kind", help="clusters")
     p.add_argument("name", help="cluster name")
