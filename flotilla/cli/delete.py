@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from flotilla.api import registry
 from flotilla.api.v1 import webhook_pb2
@@ -13,7 +14,7 @@ from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient
 
 
-def _targets(args: argparse.Namespace) -> list[dict]:
+def _targets(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.filename:
         if args.kind or args.names:
             raise CLIError("give either -f FILE or KIND NAME, not both")

@@ -158,7 +158,11 @@ INTERPRETER_COLUMNS: list[Column[config_pb2.ResourceInterpreterCustomization]] =
     AGE,
 ]
 
-LEASE_COLUMNS: list[Column[coordination_pb2.Lease]] = [NAME, Column("HOLDER", lambda o, now: o.spec.holder_identity), AGE]
+LEASE_COLUMNS: list[Column[coordination_pb2.Lease]] = [
+    NAME,
+    Column("HOLDER", lambda o, now: o.spec.holder_identity),
+    AGE,
+]
 
 
 def event_interval(event: core_pb2.Event, now: datetime) -> str:
