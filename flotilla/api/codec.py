@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import yaml
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -98,7 +98,7 @@ def from_dict(data: Mapping[str, Any]) -> Message:
     if errors:
         raise CodecError(errors)
     try:
-        rt = registry.for_kind(data["apiVersion"], data["kind"])
+        rt: registry.ResourceType[Message] = registry.for_kind(data["apiVersion"], data["kind"])
     except registry.UnknownResourceError as e:
         raise CodecError([FieldError("apiVersion", str(e))]) from None
     return parse_as(rt.message, data)
@@ -409,10 +409,13 @@ def to_json(obj: Message | Mapping[str, Any], indent: int | None = None) -> str:
     return json.dumps(data, indent=indent, separators=separators, ensure_ascii=False)
 
 
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _BaseLoader = yaml.SafeLoader  # the C loader, where there is one, has the same interface
+else:
+    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_BaseLoader):  # type: ignore[valid-type, misc]
+class _Loader(_BaseLoader):
     """SafeLoader reading YAML the way Kubernetes does: as JSON, strictly.
 
     Unquoted timestamps stay strings (they are strings in JSON), and a key

@@ -78,7 +78,7 @@ async def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("apply", help="create or update objects from YAML through admission")
     p.add_argument("-f", "--filename", action="append", required=True, help="file with YAML documents, or -")
     p.set_defaults(run=cmd_apply)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from flotilla.api import registry
 from flotilla.api.v1 import webhook_pb2
@@ -13,7 +14,7 @@ from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient
 
 
-def _targets(args: argparse.Namespace) -> list[dict]:
+def _targets(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.filename:
         if args.kind or args.names:
             raise CLIError("give either -f FILE or KIND NAME, not both")
@@ -49,7 +50,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("delete", help="delete objects named in a file, or by kind and name")
     p.add_argument("kind", nargs="?", help="resource kind, plural or short name (pp, cpp, rb, crb)")
     p.add_argument("names", nargs="*", help="object names")

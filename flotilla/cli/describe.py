@@ -14,12 +14,13 @@ import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
 from flotilla.api import codec
 from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import core_pb2
 from flotilla.cli.age import since, since_text
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
@@ -27,6 +28,8 @@ from flotilla.cli.get import add_namespace_flag, namespace_for, resolve_kind, sp
 from flotilla.cli.printers import event_source, with_type_fields
 from flotilla.cli.reads import try_get_object
 from flotilla.store.events import events_for
+
+M = TypeVar("M", bound=Message)
 
 INDENT = "  "
 MAX_ANNOTATION = 140
@@ -193,14 +196,14 @@ def condition_lines(items: Sequence[Any], now: datetime) -> list[str]:
     return lines
 
 
-def _event_age(event: Any, now: datetime) -> str:
+def _event_age(event: core_pb2.Event, now: datetime) -> str:
     first = since(event.first_timestamp, now)
     if event.count > 1:
         return f"{since(event.last_timestamp, now)} (x{event.count} over {first})"
     return first
 
 
-def event_lines(events: Sequence[Any], now: datetime) -> list[str]:
+def event_lines(events: Sequence[core_pb2.Event], now: datetime) -> list[str]:
     if not events:
         return ["Events:\t<none>"]
     lines = [
@@ -217,7 +220,7 @@ def event_lines(events: Sequence[Any], now: datetime) -> list[str]:
 # -- the whole text ------------------------------------------------------------------
 
 
-def describe(rt: ResourceType, obj: Message, events: Sequence[Any], now: datetime) -> str:
+def describe(rt: ResourceType[M], obj: M, events: Sequence[core_pb2.Event], now: datetime) -> str:
     """What `describe` prints for one object and its events (oldest first)."""
     body = codec.to_dict(with_type_fields(rt, obj))
     meta = body.pop("metadata", {})
@@ -257,7 +260,7 @@ async def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("describe", help="an object, its conditions and its events")
     p.add_argument("kind", metavar="KIND", help="clusters, pp, rb, works, deployments, … (or KIND/NAME)")
     p.add_argument("name", metavar="NAME", nargs="?", default=None)

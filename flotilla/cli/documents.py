@@ -46,5 +46,6 @@ def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
 def display_name(doc: Mapping[str, Any]) -> str:
     """`kind/name` as apply and delete print it (kind in lower case)."""
     kind = str(doc.get("kind") or "unknown").lower()
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+    found = doc.get("metadata")
+    meta: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     return f"{kind}/{meta.get('name') or '<unnamed>'}"

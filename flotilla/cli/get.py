@@ -7,9 +7,9 @@ import dataclasses
 import re
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from flotilla.api import registry
 from flotilla.api.registry import ResourceType, UnknownResourceError
@@ -22,6 +22,8 @@ from flotilla.store import Store
 
 OUTPUTS = ("wide", "json", "yaml", "name")
 DEFAULT_NAMESPACE = "default"
+
+M = TypeVar("M", bound=Message)
 
 # key=value or key==value; keys may carry a DNS prefix (`app.kubernetes.io/name`).
 _EQUALITY = re.compile(r"^\s*([A-Za-z0-9][-A-Za-z0-9_./]*)\s*==?\s*([-A-Za-z0-9_.]*)\s*$")
@@ -52,14 +54,14 @@ def split_kind_name(kind: str, name: str | None) -> tuple[str, str | None]:
     return kind, name
 
 
-def namespace_for(rt: ResourceType, namespace: str | None, all_namespaces: bool = False) -> str | None:
+def namespace_for(rt: ResourceType[Any], namespace: str | None, all_namespaces: bool = False) -> str | None:
     """The namespace to read; None means every namespace (or a cluster-scoped kind)."""
     if not rt.namespaced or all_namespaces:
         return None
     return namespace or DEFAULT_NAMESPACE
 
 
-async def resolve_kind(store: Store, name: str) -> ResourceType:
+async def resolve_kind(store: Store, name: str) -> ResourceType[Any]:
     """A built-in or well-known kind by any of its names, else a kind some stored CRD defines."""
     try:
         return registry.lookup(name)
@@ -70,7 +72,7 @@ async def resolve_kind(store: Store, name: str) -> ResourceType:
         return found
 
 
-async def _stored_template_kind(store: Store, name: str) -> ResourceType | None:
+async def _stored_template_kind(store: Store, name: str) -> ResourceType[Any] | None:
     """A template kind with no CRD here (Flotilla stores templates of any kind): found by
     its stored objects, whose keys name `<plural>.<group>` and whose bodies say apiVersion and kind."""
     wanted = name.lower()
@@ -90,7 +92,7 @@ async def _stored_template_kind(store: Store, name: str) -> ResourceType | None:
     return None
 
 
-async def _custom_kind(store: Store, name: str) -> ResourceType | None:
+async def _custom_kind(store: Store, name: str) -> ResourceType[Any] | None:
     # kubectl learns custom kinds from discovery, which serves what the CRDs declare;
     # CRDs are resource templates here, so they are in etcd for the reading.
     wanted = name.lower()
@@ -119,8 +121,8 @@ def _served_version(spec: dict[str, Any]) -> str:
 
 
 def render(
-    rt: ResourceType,
-    objs: list[Any],
+    rt: ResourceType[M],
+    objs: list[M],
     output: str | None,
     now: datetime,
     *,
@@ -141,11 +143,11 @@ def render(
 
 async def fetch(
     store: Store,
-    rt: ResourceType,
+    rt: ResourceType[M],
     namespace: str | None,
     name: str | None,
     selector: dict[str, str] | None,
-) -> Listed:
+) -> Listed[M]:
     """One named object (or a one-line not-found error), else the selected list in display order;
     values that do not decode are left out and named in `undecodable`."""
     if name is None:
@@ -197,7 +199,7 @@ def add_namespace_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--namespace", default=None, help=f"namespace (default: {DEFAULT_NAMESPACE})")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("get", help="list or show objects, as kubectl get")
     p.add_argument("kind", metavar="KIND", help="clusters, pp, rb, works, deployments, … (or KIND/NAME)")
     p.add_argument("name", metavar="NAME", nargs="?", default=None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from typing import Any
 
 import aetcd.rtypes
 
@@ -36,8 +37,8 @@ def parse_labels(text: str) -> dict[str, str]:
     return labels
 
 
-def cluster_document(args: argparse.Namespace, insecure: bool) -> dict:
-    spec: dict = {
+def cluster_document(args: argparse.Namespace, insecure: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {
         "apiEndpoint": args.server,
         "syncMode": args.mode,
         "secretRef": {"namespace": CLUSTER_SECRET_NAMESPACE, "name": args.name},
@@ -47,7 +48,7 @@ def cluster_document(args: argparse.Namespace, insecure: bool) -> dict:
     for field in ("provider", "region", "zone"):
         if getattr(args, field):
             spec[field] = getattr(args, field)
-    metadata: dict = {"name": args.name}
+    metadata: dict[str, Any] = {"name": args.name}
     if args.labels:
         metadata["labels"] = parse_labels(args.labels)
     return {"apiVersion": registry.CLUSTER.api_version, "kind": "Cluster", "metadata": metadata, "spec": spec}
@@ -68,7 +69,9 @@ async def join_cluster(store: Store, args: argparse.Namespace, rejoin: bool = Fa
     for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
                         ("Apply", cluster)):
         request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
-        response = await webhook.call(lambda s, m=method: getattr(s, m), request)
+        # Called at once, so the lambda sees this iteration's method.
+        response: webhook_pb2.AdmissionResponse = await webhook.call(
+            lambda s: getattr(s, method), request)  # noqa: B023
         if not response.allowed:
             raise CLIError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
 
@@ -114,7 +117,7 @@ async def cmd_unjoin(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("join", help="register a member cluster")
     p.add_argument("name")
     p.add_argument("--kubeconfig", required=True, help="kubeconfig of the member cluster")

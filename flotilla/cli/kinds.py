@@ -66,8 +66,10 @@ def served_kinds() -> set[tuple[str, str]]:
 
 def crd_kinds(crd: Mapping[str, Any]) -> set[tuple[str, str]]:
     """(apiVersion, kind) for each version a CustomResourceDefinition serves."""
-    spec = crd.get("spec") if isinstance(crd.get("spec"), Mapping) else {}
-    names = spec.get("names") if isinstance(spec.get("names"), Mapping) else {}
+    found_spec = crd.get("spec")
+    spec: Mapping[str, Any] = found_spec if isinstance(found_spec, Mapping) else {}
+    found_names = spec.get("names")
+    names: Mapping[str, Any] = found_names if isinstance(found_names, Mapping) else {}
     group, kind = spec.get("group"), names.get("kind")
     if not isinstance(group, str) or not isinstance(kind, str) or not group or not kind:
         return set()

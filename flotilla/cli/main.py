@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return asyncio.run(args.run(args))
+        code: int = asyncio.run(args.run(args))
+        return code
     except KeyboardInterrupt:
         return 130
     except Exception as e:

@@ -15,7 +15,7 @@ from typing import Any
 
 from flotilla.api import codec, registry
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import meta_pb2
+from flotilla.api.v1 import cluster_pb2, meta_pb2
 from flotilla.cli import printers
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError, short
@@ -24,6 +24,7 @@ from flotilla.cli.reads import list_objects, undecodable_line
 from flotilla.cli.table import table
 from flotilla.credentials import load_credentials
 from flotilla.member import MemberClient
+from flotilla.store import Store
 
 DEFAULT_NAMESPACE = "default"
 
@@ -41,7 +42,7 @@ def as_unstructured(obj: dict[str, Any]) -> meta_pb2.Unstructured:
     return out
 
 
-def render_member_table(rt: ResourceType, rows: list[tuple[str, dict[str, Any]]], now: datetime,
+def render_member_table(rt: ResourceType[Any], rows: list[tuple[str, dict[str, Any]]], now: datetime,
                         all_namespaces: bool) -> str:
     columns = printers.columns_for(rt)
     headers = [columns[0].header, "CLUSTER", *(c.header for c in columns[1:] if not c.wide)]
@@ -56,7 +57,8 @@ def render_member_table(rt: ResourceType, rows: list[tuple[str, dict[str, Any]]]
     return table(headers, body)
 
 
-async def _list_in(store: Any, cluster: Any, rt: ResourceType, namespace: str | None) -> list[dict[str, Any]]:
+async def _list_in(store: Store, cluster: cluster_pb2.Cluster, rt: ResourceType[Any],
+                   namespace: str | None) -> list[dict[str, Any]]:
     client = MemberClient(await load_credentials(store, cluster), timeout=5)
     try:
         return await client.list(rt.api_version, rt.kind, namespace)
@@ -98,7 +100,7 @@ async def cmd_member_get(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("member", help="look into the member clusters")
     member_sub = p.add_subparsers(dest="member_command", required=True, parser_class=type(p))
     g = member_sub.add_parser("get", help="objects as they are in each member cluster")

@@ -12,23 +12,27 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from google.protobuf.message import Message
 
 from flotilla.api import codec, conditions, registry
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import meta_pb2
+from flotilla.api.v1 import cluster_pb2, config_pb2, coordination_pb2, core_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.cli.age import since
 from flotilla.cli.table import table
+from flotilla.store.base import meta_of
 
-Cell = Callable[[Any, datetime], str]
+M = TypeVar("M", bound=Message)
+# A column of a kind's table shows any more general kind's column too (NAME shows any object's name).
+Obj = TypeVar("Obj", bound=Message, contravariant=True)
+Cell = Callable[[Obj, datetime], str]
 
 
 @dataclass(frozen=True)
-class Column:
+class Column(Generic[Obj]):
     header: str
-    cell: Cell
+    cell: Cell[Obj]
     # Shown only with `-o wide`.
     wide: bool = False
 
@@ -36,19 +40,19 @@ class Column:
 # -- cells shared by every kind -------------------------------------------------
 
 
-def _name(obj: Any, now: datetime) -> str:
-    return str(obj.metadata.name)
+def _name(obj: Message, now: datetime) -> str:
+    return meta_of(obj).name
 
 
-def _age(obj: Any, now: datetime) -> str:
-    return since(obj.metadata.creation_timestamp, now)
+def _age(obj: Message, now: datetime) -> str:
+    return since(meta_of(obj).creation_timestamp, now)
 
 
-NAME = Column("NAME", _name)
-AGE = Column("AGE", _age)
+NAME: Column[Message] = Column("NAME", _name)
+AGE: Column[Message] = Column("AGE", _age)
 
 
-def content(obj: Any) -> dict[str, Any]:
+def content(obj: Message) -> dict[str, Any]:
     """A template's JSON body (spec, status, data, …); {} when it holds nothing usable."""
     if not isinstance(obj, meta_pb2.Unstructured) or not obj.content:
         return {}
@@ -71,7 +75,11 @@ def _int(value: Any, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _condition(type_: str) -> Cell:
+_Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+_Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
+
+
+def _condition(type_: str) -> Cell[_Binding | work_pb2.Work]:
     # Karmada's columns are JSONPath on status.conditions: blank when the condition is absent.
     return lambda obj, now: conditions.condition_status(obj.status.conditions, type_)
 
@@ -79,13 +87,13 @@ def _condition(type_: str) -> Cell:
 # -- Karmada and Flotilla kinds -------------------------------------------------
 
 
-def _cluster_ready(obj: Any, now: datetime) -> str:
+def _cluster_ready(obj: cluster_pb2.Cluster, now: datetime) -> str:
     # A cluster the status controller has not probed yet has no Ready condition:
     # its readiness is unknown, which says more than a blank cell.
     return conditions.condition_status(obj.status.conditions, "Ready") or conditions.UNKNOWN
 
 
-CLUSTER_COLUMNS = [
+CLUSTER_COLUMNS: list[Column[cluster_pb2.Cluster]] = [
     NAME,
     Column("VERSION", lambda o, now: o.status.kubernetes_version),
     Column("MODE", lambda o, now: o.spec.sync_mode),
@@ -97,7 +105,7 @@ CLUSTER_COLUMNS = [
     Column("ZONE", lambda o, now: o.spec.zone or ",".join(o.spec.zones), wide=True),
 ]
 
-POLICY_COLUMNS = [
+POLICY_COLUMNS: list[Column[_Policy]] = [
     NAME,
     # Karmada's CRD defaults both fields (Abort, 0); show what its API server would.
     Column("CONFLICT-RESOLUTION", lambda o, now: o.spec.conflict_resolution or "Abort"),
@@ -106,15 +114,15 @@ POLICY_COLUMNS = [
 ]
 
 
-def _target_clusters(obj: Any, now: datetime) -> str:
+def _target_clusters(obj: _Binding, now: datetime) -> str:
     return ",".join(f"{c.name}:{c.replicas}" for c in obj.spec.clusters)
 
 
-def _evicting(obj: Any, now: datetime) -> str:
+def _evicting(obj: _Binding, now: datetime) -> str:
     return ",".join(t.from_cluster for t in obj.spec.graceful_eviction_tasks)
 
 
-BINDING_COLUMNS = [
+BINDING_COLUMNS: list[Column[_Binding]] = [
     NAME,
     Column("SCHEDULED", _condition("Scheduled")),
     Column("FULLYAPPLIED", _condition("FullyApplied")),
@@ -125,7 +133,7 @@ BINDING_COLUMNS = [
 ]
 
 
-def _workload_kind(obj: Any, now: datetime) -> str:
+def _workload_kind(obj: work_pb2.Work, now: datetime) -> str:
     for raw in obj.spec.workload.manifests:
         try:
             manifest = json.loads(raw)
@@ -136,42 +144,46 @@ def _workload_kind(obj: Any, now: datetime) -> str:
     return ""
 
 
-WORK_COLUMNS = [
+WORK_COLUMNS: list[Column[work_pb2.Work]] = [
     NAME,
     Column("WORKLOAD-KIND", _workload_kind),
     Column("APPLIED", _condition("Applied")),
     AGE,
 ]
 
-INTERPRETER_COLUMNS = [
+INTERPRETER_COLUMNS: list[Column[config_pb2.ResourceInterpreterCustomization]] = [
     NAME,
     Column("TARGET-API-VERSION", lambda o, now: o.spec.target.api_version),
     Column("TARGET-KIND", lambda o, now: o.spec.target.kind),
     AGE,
 ]
 
-LEASE_COLUMNS = [NAME, Column("HOLDER", lambda o, now: o.spec.holder_identity), AGE]
+LEASE_COLUMNS: list[Column[coordination_pb2.Lease]] = [
+    NAME,
+    Column("HOLDER", lambda o, now: o.spec.holder_identity),
+    AGE,
+]
 
 
-def event_interval(event: Any, now: datetime) -> str:
+def event_interval(event: core_pb2.Event, now: datetime) -> str:
     """`5m`, or `5m (x3 over 20m)` for an event seen more than once, as kubectl shows it."""
     first = since(event.first_timestamp, now)
     last = since(event.last_timestamp, now) if event.last_timestamp.seconds else first
     return f"{last} (x{event.count} over {first})" if event.count > 1 else last
 
 
-def _event_object(event: Any, now: datetime) -> str:
+def _event_object(event: core_pb2.Event, now: datetime) -> str:
     ref = event.involved_object
     return f"{ref.kind.lower()}/{ref.name}" if ref.name else ref.kind.lower()
 
 
-def event_source(event: Any) -> str:
+def event_source(event: core_pb2.Event) -> str:
     component = event.source.component or event.reporting_component
     host = event.source.host or event.reporting_instance
     return f"{component}, {host}" if host else component
 
 
-EVENT_COLUMNS = [
+EVENT_COLUMNS: list[Column[core_pb2.Event]] = [
     Column("LAST SEEN", event_interval),
     Column("TYPE", lambda e, now: e.type),
     Column("REASON", lambda e, now: e.reason),
@@ -184,7 +196,7 @@ EVENT_COLUMNS = [
     Column("NAME", _name, wide=True),
 ]
 
-_BUILTIN_COLUMNS: dict[str, list[Column]] = {
+_BUILTIN_COLUMNS: dict[str, list[Column[Any]]] = {
     registry.CLUSTER.kind: CLUSTER_COLUMNS,
     registry.PROPAGATION_POLICY.kind: POLICY_COLUMNS,
     registry.CLUSTER_PROPAGATION_POLICY.kind: POLICY_COLUMNS,
@@ -200,7 +212,7 @@ _BUILTIN_COLUMNS: dict[str, list[Column]] = {
 # -- resource templates (Kubernetes kinds, from their JSON) ---------------------
 
 
-def _of_content(fn: Callable[[dict[str, Any]], str]) -> Cell:
+def _of_content(fn: Callable[[dict[str, Any]], str]) -> Cell[Message]:
     return lambda obj, now: fn(content(obj))
 
 
@@ -253,7 +265,7 @@ def _service_external_ip(body: dict[str, Any]) -> str:
     return ",".join(external) or "<none>"
 
 
-DEPLOYMENT_COLUMNS = [
+DEPLOYMENT_COLUMNS: list[Column[meta_pb2.Unstructured]] = [
     NAME,
     Column("READY", _of_content(_ready_of_desired)),
     Column("UP-TO-DATE", _of_content(lambda b: str(_int(_dig(b, "status", "updatedReplicas"))))),
@@ -264,7 +276,7 @@ DEPLOYMENT_COLUMNS = [
     Column("SELECTOR", _of_content(lambda b: format_label_selector(_dig(b, "spec", "selector"))), wide=True),
 ]
 
-STATEFULSET_COLUMNS = [
+STATEFULSET_COLUMNS: list[Column[meta_pb2.Unstructured]] = [
     NAME,
     Column("READY", _of_content(_ready_of_desired)),
     AGE,
@@ -272,21 +284,21 @@ STATEFULSET_COLUMNS = [
     Column("IMAGES", _of_content(lambda b: ",".join(str(c.get("image", "")) for c in _containers(b))), wide=True),
 ]
 
-CONFIGMAP_COLUMNS = [
+CONFIGMAP_COLUMNS: list[Column[meta_pb2.Unstructured]] = [
     NAME,
     Column("DATA", _of_content(lambda b: str(len(b.get("data") or {}) + len(b.get("binaryData") or {})))),
     AGE,
 ]
 
 # stringData is write-only in Kubernetes (merged into data); a stored template may still carry it.
-SECRET_COLUMNS = [
+SECRET_COLUMNS: list[Column[meta_pb2.Unstructured]] = [
     NAME,
     Column("TYPE", _of_content(lambda b: str(b.get("type") or "Opaque"))),
     Column("DATA", _of_content(lambda b: str(len({**(b.get("data") or {}), **(b.get("stringData") or {})})))),
     AGE,
 ]
 
-SERVICE_COLUMNS = [
+SERVICE_COLUMNS: list[Column[meta_pb2.Unstructured]] = [
     NAME,
     Column("TYPE", _of_content(lambda b: str(_dig(b, "spec", "type") or "ClusterIP"))),
     Column("CLUSTER-IP", _of_content(lambda b: str(_dig(b, "spec", "clusterIP") or "<none>"))),
@@ -297,7 +309,7 @@ SERVICE_COLUMNS = [
            wide=True),
 ]
 
-_TEMPLATE_COLUMNS: dict[tuple[str, str], list[Column]] = {
+_TEMPLATE_COLUMNS: dict[tuple[str, str], list[Column[Any]]] = {
     ("apps", "Deployment"): DEPLOYMENT_COLUMNS,
     ("apps", "StatefulSet"): STATEFULSET_COLUMNS,
     ("", "ConfigMap"): CONFIGMAP_COLUMNS,
@@ -306,7 +318,7 @@ _TEMPLATE_COLUMNS: dict[tuple[str, str], list[Column]] = {
 }
 
 
-def columns_for(rt: ResourceType) -> list[Column]:
+def columns_for(rt: ResourceType[M]) -> list[Column[M]]:
     """Every column of a kind, wide ones included; anything not listed gets NAME and AGE."""
     if rt.is_template:
         return _TEMPLATE_COLUMNS.get((rt.group, rt.kind), [NAME, AGE])
@@ -319,8 +331,8 @@ _LINE_BREAKS = re.compile(r"[\r\n\t]+")
 
 
 def render_table(
-    rt: ResourceType,
-    objs: Sequence[Any],
+    rt: ResourceType[M],
+    objs: Sequence[M],
     now: datetime,
     *,
     wide: bool = False,
@@ -333,19 +345,33 @@ def render_table(
     rows = [[_LINE_BREAKS.sub(" ", c.cell(obj, now)) for c in columns] for obj in objs]
     if namespace_column and rt.namespaced:
         headers = ["NAMESPACE", *headers]
-        rows = [[obj.metadata.namespace, *row] for obj, row in zip(objs, rows, strict=True)]
+        rows = [[meta_of(obj).namespace, *row] for obj, row in zip(objs, rows, strict=True)]
     return table(headers, rows)
 
 
-def display_order(rt: ResourceType, objs: Sequence[Any]) -> list[Any]:
+def display_order(rt: ResourceType[M], objs: Sequence[M]) -> list[M]:
     """etcd's key order (namespace, name), except events: their names end in a hash, so time it is."""
     if rt == registry.EVENT:
-        return sorted(objs, key=lambda e: (e.last_timestamp.seconds or e.first_timestamp.seconds, e.metadata.name))
+        return sorted(objs, key=_event_order)
     return list(objs)
 
 
-def with_type_fields(rt: ResourceType, obj: Any) -> Any:
+def _event_order(obj: Message) -> tuple[int, str]:
+    assert isinstance(obj, core_pb2.Event)
+    return (obj.last_timestamp.seconds or obj.first_timestamp.seconds, obj.metadata.name)
+
+
+@runtime_checkable
+class _TypeFields(Protocol):
+    """Every kind's message has these; Message itself does not declare them."""
+
+    api_version: str
+    kind: str
+
+
+def with_type_fields(rt: ResourceType[M], obj: M) -> M:
     """The object (a copy, if need be) with apiVersion and kind set: objects built in code may leave them empty."""
+    assert isinstance(obj, _TypeFields)
     if obj.api_version and obj.kind:
         return obj
     filled = type(obj)()
@@ -355,7 +381,7 @@ def with_type_fields(rt: ResourceType, obj: Any) -> Any:
     return filled
 
 
-def as_document(rt: ResourceType, objs: Sequence[Message], single: bool) -> dict[str, Any]:
+def as_document(rt: ResourceType[M], objs: Sequence[M], single: bool) -> dict[str, Any]:
     """One object in Karmada's JSON shape, or kubectl's `List` of them."""
     items = [codec.to_dict(with_type_fields(rt, obj)) for obj in objs]
     if single:
@@ -363,19 +389,19 @@ def as_document(rt: ResourceType, objs: Sequence[Message], single: bool) -> dict
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
 
 
-def render_json(rt: ResourceType, objs: Sequence[Message], single: bool) -> str:
+def render_json(rt: ResourceType[M], objs: Sequence[M], single: bool) -> str:
     # kubectl indents JSON by four spaces.
     return codec.to_json(as_document(rt, objs, single), indent=4)
 
 
-def render_yaml(rt: ResourceType, objs: Sequence[Message], single: bool) -> str:
+def render_yaml(rt: ResourceType[M], objs: Sequence[M], single: bool) -> str:
     return codec.to_yaml(as_document(rt, objs, single)).rstrip("\n")
 
 
-def render_names(rt: ResourceType, objs: Sequence[Any]) -> str:
+def render_names(rt: ResourceType[M], objs: Sequence[M]) -> str:
     """`-o name`: `deployment.apps/nginx`, `configmap/settings`, as kubectl prints them."""
     prefix = f"{rt.singular}.{rt.group}" if rt.group else rt.singular
-    return "\n".join(f"{prefix}/{obj.metadata.name}" for obj in objs)
+    return "\n".join(f"{prefix}/{meta_of(obj).name}" for obj in objs)
 
 
 def no_resources(namespace: str | None) -> str:

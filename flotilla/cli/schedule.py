@@ -24,9 +24,14 @@ from flotilla.cli.documents import read_documents
 from flotilla.cli.errors import CLIError
 from flotilla.cli.table import table
 from flotilla.store import Store
+from flotilla.store.base import meta_of
 from flotilla.store.endpoints import list_endpoints
 
 R = TypeVar("R")
+Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+# What a schedule file may hold: Clusters, and a binding or a workload (a template) and its policy.
+ScheduleObject = (cluster_pb2.Cluster | work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
+                  | policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy | meta_pb2.Unstructured)
 TIMEOUT = 60.0
 OUTPUTS = ("json",)
 # How `explain` words the scheduler's reading of docs/karmada-rules.md §8.1 for a binding.
@@ -39,7 +44,7 @@ TRIGGER_TEXT = {
 # -- reading a schedule file -----------------------------------------------------------
 
 
-def binding_from_documents(objects: Sequence[Message]) -> Any:
+def binding_from_documents(objects: Sequence[Message]) -> Binding:
     """The binding to schedule: the one in the file, or one built from its workload and policy."""
     from flotilla.binding_builder import build_binding
     from flotilla.resource_selection import selects
@@ -64,13 +69,13 @@ def binding_from_documents(objects: Sequence[Message]) -> Any:
     return build_binding(template, policy)
 
 
-def parse_objects(paths: list[str]) -> list[Message]:
-    objects = []
+def parse_objects(paths: list[str]) -> list[ScheduleObject]:
+    objects: list[ScheduleObject] = []
     for doc in read_documents(paths):
         obj = codec.from_dict(doc)
-        if not isinstance(obj, cluster_pb2.Cluster | work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
-                          | policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy | meta_pb2.Unstructured):
-            raise CLIError(f"{obj.kind} {obj.metadata.name}: only Clusters, a binding, or a workload and its "
+        if not isinstance(obj, ScheduleObject):
+            # from_dict checked that kind is a string, and set it on obj.
+            raise CLIError(f"{doc['kind']} {meta_of(obj).name}: only Clusters, a binding, or a workload and its "
                            "policy belong in a schedule file")
         objects.append(obj)
     return objects
@@ -231,7 +236,7 @@ async def cmd_whatif(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("schedule", help="where the scheduler would place a binding, offline (no etcd needed)")
     p.add_argument("-f", "--filename", action="append", required=True,
                    help="YAML with Clusters and a ResourceBinding, or a workload and its policy (- for stdin)")

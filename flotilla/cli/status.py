@@ -32,7 +32,7 @@ async def check_health(address: str, timeout: float = 2.0) -> str:
         except grpc.aio.AioRpcError as e:
             unreachable = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
             return "UNREACHABLE" if unreachable else e.code().name
-        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
 
 
 async def check_http_health(address: str, path: str, timeout: float = 2.0) -> str:
@@ -114,6 +114,6 @@ async def cmd_status(args: argparse.Namespace) -> int:
     return 0 if all(s.health == "SERVING" for s in statuses) else 1
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("status", help="each service: replicas, leader, health, address")
     p.set_defaults(run=cmd_status)

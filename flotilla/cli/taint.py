@@ -12,7 +12,7 @@ import json
 import sys
 
 from flotilla.api import codec, registry, taints
-from flotilla.api.v1 import webhook_pb2
+from flotilla.api.v1 import cluster_pb2, webhook_pb2
 from flotilla.cli.apply import violations_line
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
@@ -20,9 +20,9 @@ from flotilla.cli.webhook_client import WebhookClient, WebhookConflict
 from flotilla.store import NotFound
 
 
-def change_taints(cluster: object, specs: list[str], overwrite: bool) -> str:
+def change_taints(cluster: cluster_pb2.Cluster, specs: list[str], overwrite: bool) -> str:
     """Edit the cluster's taints in place; returns "tainted" or "untainted"."""
-    current = cluster.spec.taints  # type: ignore[attr-defined]
+    current = cluster.spec.taints
     added = False
     for spec in specs:
         taint, remove = taints.parse_taint_spec(spec)
@@ -35,7 +35,7 @@ def change_taints(cluster: object, specs: list[str], overwrite: bool) -> str:
         if existing is not None:
             if not overwrite:
                 raise CLIError(
-                    f"cluster {cluster.metadata.name} already has {taint.key} taint(s) with the same effect; "  # type: ignore[attr-defined]
+                    f"cluster {cluster.metadata.name} already has {taint.key} taint(s) with the same effect; "
                     "use --overwrite to change its value"
                 )
             existing.value = taint.value
@@ -73,7 +73,7 @@ async def cmd_taint(args: argparse.Namespace) -> int:
     raise CLIError(f"cluster/{args.name} kept changing; try again")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("taint", help="add or remove (KEY:EFFECT-) taints on a cluster")
     p.add_argument("kind", help="clusters")
     p.add_argument("name", help="cluster name")

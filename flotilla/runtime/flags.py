@@ -54,7 +54,7 @@ def apply_env_defaults(parser: argparse.ArgumentParser, environ: Mapping[str, st
             continue
         if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
             action.default = value.lower() in ("1", "true", "yes")
-        elif action.type is not None:
+        elif callable(action.type):  # a type given by registered name is not used here
             action.default = action.type(value)
         else:
             action.default = value

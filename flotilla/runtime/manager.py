@@ -28,7 +28,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
@@ -47,6 +47,7 @@ __all__ = ["Manager", "Predicate", "ToKeys", "WatchEvent"]
 log = logging.getLogger(__name__)
 
 M = TypeVar("M")
+Msg = TypeVar("Msg", bound=Message)
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,18 @@ class WatchEvent(Generic[M]):
 ToKeys = Callable[[WatchEvent[M]], Iterable[str]]
 Predicate = Callable[[WatchEvent[M]], bool]
 EventCallback = Callable[[WatchEvent[M]], None]
-InformerFactory = Callable[[ResourceRef, str | None], Informer]
+
+
+class InformerFactory(Protocol):
+    """Makes the informer of a resource (in one namespace, or all)."""
+
+    def __call__(self, ref: ResourceRef[Msg], namespace: str | None, /) -> Informer[Msg]: ...
 
 
 UNDECODABLE_REASON = "UndecodableObject"
 
 
-def stand_in(rt: ResourceType[Any], etcd_key: str) -> Message:
+def stand_in(rt: ResourceType[Msg], etcd_key: str) -> Msg:
     """An empty object named by an etcd key, for an Event about a value that cannot be read."""
     namespace, name = keys.split_key(etcd_key[len(keys.etcd_prefix(rt.resource)):])
     obj = rt.message()
@@ -103,7 +109,7 @@ class Manager:
         self._on_healthy = on_healthy
         self._backoff = backoff
         self._log = logger or log
-        self._informers: dict[tuple[str, str | None], Informer] = {}
+        self._informers: dict[tuple[str, str | None], Informer[Any]] = {}
         self._controllers: dict[str, Controller] = {}
         self._runnables: dict[str, Callable[[], Awaitable[None]]] = {}
         self._informer_tasks: list[asyncio.Task[None]] = []
@@ -117,7 +123,7 @@ class Manager:
 
     # -- building ------------------------------------------------------------------------------
 
-    def _real_informer(self, ref: ResourceRef, namespace: str | None) -> Informer:
+    def _real_informer(self, ref: ResourceRef[Msg], namespace: str | None) -> Informer[Msg]:
         assert self._store is not None
         rt = resource_type_of(ref)
 
@@ -129,7 +135,7 @@ class Manager:
 
         return Informer(self._store, ref, namespace=namespace, on_undecodable=undecodable)
 
-    def informer(self, resource_type: ResourceRef, namespace: str | None = None) -> Informer:
+    def informer(self, resource_type: ResourceRef[Msg], namespace: str | None = None) -> Informer[Msg]:
         """The informer of a resource (in one namespace, or all), made on first use.
 
         Every version of a kind is stored under one prefix, so informers are shared by resource,
@@ -147,7 +153,7 @@ class Manager:
         return informer
 
     @property
-    def informers(self) -> list[Informer]:
+    def informers(self) -> list[Informer[Any]]:
         return list(self._informers.values())
 
     def controller(self, name: str, reconciler: Reconciler, workers: int = 1,
@@ -164,11 +170,11 @@ class Manager:
     def controllers(self) -> list[Controller]:
         return list(self._controllers.values())
 
-    def watch(self, informer: Informer, to_keys: ToKeys[Any], controller: Controller,
-              predicate: Predicate[Any] | None = None) -> None:
+    def watch(self, informer: Informer[Msg], to_keys: ToKeys[Msg], controller: Controller,
+              predicate: Predicate[Msg] | None = None) -> None:
         """Enqueue `to_keys(event)` on `controller` for each event `predicate` lets through."""
 
-        def handle(kind: EventType, obj: Any, old: Any) -> None:
+        def handle(kind: EventType, obj: Msg, old: Msg | None) -> None:
             event = WatchEvent(kind, obj, old)
             if predicate is not None and not predicate(event):
                 return
@@ -177,11 +183,11 @@ class Manager:
 
         informer.add_handler(handle)
 
-    def on_event(self, informer: Informer, callback: EventCallback[Any],
-                 predicate: Predicate[Any] | None = None) -> None:
+    def on_event(self, informer: Informer[Msg], callback: EventCallback[Msg],
+                 predicate: Predicate[Msg] | None = None) -> None:
         """Call `callback` for each event: for side effects that are not enqueueing keys."""
 
-        def handle(kind: EventType, obj: Any, old: Any) -> None:
+        def handle(kind: EventType, obj: Msg, old: Msg | None) -> None:
             event = WatchEvent(kind, obj, old)
             if predicate is None or predicate(event):
                 callback(event)
@@ -253,7 +259,7 @@ class Manager:
         await _cancel(self._runnable_tasks)
         await _cancel(self._informer_tasks)
 
-    def _start_informer(self, key: tuple[str, str | None], informer: Informer) -> None:
+    def _start_informer(self, key: tuple[str, str | None], informer: Informer[Any]) -> None:
         name = f"informer/{key[0]}" + (f"/{key[1]}" if key[1] else "")
         self._informer_tasks.append(self._spawn(name, lambda: informer.run()))
 

@@ -14,8 +14,9 @@ import builtins
 import json
 import random
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeAlias, TypeVar
 
@@ -146,7 +147,7 @@ def _copy(obj: M) -> M:
     return new
 
 
-def _now(clock: Clock) -> Any:
+def _now(clock: Clock) -> datetime:
     return clock.now().replace(tzinfo=None, microsecond=0)
 
 
@@ -157,7 +158,7 @@ def conflict_message(rt: registry.ResourceType[Any], meta: meta_pb2.ObjectMeta) 
     )
 
 
-def matches_labels(labels: Any, selector: dict[str, str]) -> bool:
+def matches_labels(labels: Mapping[str, str], selector: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
