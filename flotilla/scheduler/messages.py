@@ -3,12 +3,13 @@ offline and what the scheduler's Explain RPC answers live."""
 
 from __future__ import annotations
 
+from flotilla.api.bindings import Binding
 from flotilla.api.v1 import scheduler_pb2
 from flotilla.scheduler import core
 from flotilla.scheduler.placement import is_workload
 
 
-def decision_message(binding: core.Binding, decision: core.Decision, trigger: str = "",
+def decision_message(binding: Binding, decision: core.Decision, trigger: str = "",
                      live: bool = False) -> scheduler_pb2.ScheduleDecision:
     """The decision as the CLI shows it; `live` adds the binding's current spec.clusters."""
     message = scheduler_pb2.ScheduleDecision(

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from flotilla.api.bindings import Binding
 from flotilla.api.taints import (
     EFFECT_NO_EXECUTE,
     TAINT_CLUSTER_NOT_READY,
@@ -38,7 +39,7 @@ EVICTION_PRODUCER = "TaintManager"
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
-    binding: core.Binding
+    binding: Binding
     before: list[tuple[str, int]]
     decision: core.Decision
 
@@ -56,7 +57,7 @@ def tolerates_forever(placement: policy_pb2.Placement) -> bool:
     return tolerated and min_toleration_seconds(used) is None
 
 
-def evict(binding: core.Binding, failed: Sequence[str]) -> core.Binding:
+def evict(binding: Binding, failed: Sequence[str]) -> Binding:
     """The binding as the taint manager leaves it: failed clusters moved from spec.clusters to
     graceful eviction tasks (docs/karmada-rules.md §7.1)."""
     evicted = copy.deepcopy(binding)
@@ -75,7 +76,7 @@ def evict(binding: core.Binding, failed: Sequence[str]) -> core.Binding:
     return evicted
 
 
-def what_if(bindings: Iterable[core.Binding], clusters: Iterable[cluster_pb2.Cluster], failed: Sequence[str],
+def what_if(bindings: Iterable[Binding], clusters: Iterable[cluster_pb2.Cluster], failed: Sequence[str],
             framework: Framework, now: datetime, scheduler_name: str,
             empty_workload_propagation: bool = False) -> WhatIf:
     ledger = CapacityLedger(RealClock(), ttl=math.inf)
