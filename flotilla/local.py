@@ -5,7 +5,7 @@ and every service as its own process; `--detach` leaves them running and
 records them in `<data-dir>/run.json` so `flotilla down` can stop them.
 Once the plane is ready (every service SERVING, every simulated cluster
 joined and Ready) it records where it is in `<data-dir>/context.json` and makes
-it the current context (see flotilla.cli.context), which `flotillactl` and
+it the current context (see flotilla.context), which `flotillactl` and
 `flotilla sim` use when no endpoint is given.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from flotilla.cli import context as ctx
+from flotilla import context as ctx
 from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.store import StoreError
