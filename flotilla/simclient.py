@@ -58,10 +58,13 @@ async def _call(address: str, method: str, path: str, body: dict[str, Any] | Non
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as session:
             async with session.request(method, url, json=body) as response:
+                decoded: object
                 try:
-                    answer = await response.json(content_type=None)
+                    decoded = await response.json(content_type=None)
                 except ValueError:
-                    answer = {"error": (await response.text())[:200]}
+                    decoded = {"error": (await response.text())[:200]}
+                # Every admin answer is a JSON object; anything else is reported as it came.
+                answer: dict[str, Any] = decoded if isinstance(decoded, dict) else {"error": str(decoded)[:200]}
                 if response.status >= 400:
                     raise AdminError(f"{url}: HTTP {response.status}: {answer.get('error', answer)}")
                 return answer
