@@ -5,7 +5,7 @@ and every service as its own process; `--detach` leaves them running and
 records them in `<data-dir>/run.json` so `flotilla down` can stop them.
 Once the plane is ready (every service SERVING, every simulated cluster
 joined and Ready) it records where it is in `<data-dir>/context.json` and makes
-it the current context (see flotilla.cli.context), which `flotillactl` and
+it the current context (see flotilla.context), which `flotillactl` and
 `flotilla sim` use when no endpoint is given.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from flotilla.cli import context as ctx
+from flotilla import context as ctx
 from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.store import StoreError
@@ -374,9 +374,9 @@ def sim_fault(args: argparse.Namespace) -> int:
     """`flotilla sim fault CLUSTER FAULT`: the simulator is found through etcd, like every service;
     etcd from --etcd-endpoints, else --data-dir's context, else FLOTILLA_ETCD_ENDPOINTS, else the
     current context."""
+    from flotilla import simclient
     from flotilla.store.connect import make_client
     from flotilla.store.endpoints import list_endpoints
-    from sim import admin
 
     if args.fault in APP_FAULTS and not (args.namespace and args.name):
         raise UpError(f"{args.fault} needs --namespace and --name of the workload")
@@ -402,11 +402,11 @@ def sim_fault(args: argparse.Namespace) -> int:
         address = (mine or found)[0].address
         try:
             if args.fault in APP_FAULTS:
-                await admin.set_app_fault(address, args.cluster, args.namespace, args.name,
+                await simclient.set_app_fault(address, args.cluster, args.namespace, args.name,
                                           healthy=args.fault == "app-recover", kind=args.kind)
             else:
-                await admin.set_fault(address, args.cluster, args.fault, latency=args.latency)
-        except admin.AdminError as e:
+                await simclient.set_fault(address, args.cluster, args.fault, latency=args.latency)
+        except simclient.AdminError as e:
             raise UpError(str(e)) from e
 
     asyncio.run(run())

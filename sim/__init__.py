@@ -1,7 +1,8 @@
 """Simulated member clusters that speak the Kubernetes API, with fault injection.
 
 `SimServer` serves many clusters from one process (one aiohttp app, one timer task);
-`python -m sim` runs it as a service; `sim.admin` is the client of its admin API.
+`python -m sim` runs it as a service; `flotilla.simclient` (re-exported as `sim.admin`) is the
+client of its admin API.
 """
 
 from sim.cluster import SimCluster

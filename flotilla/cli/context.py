@@ -1,144 +1,22 @@
-"""Finding the control plane the way kubectl finds a cluster.
+"""The current-context machinery moved to the library root (flotilla.context), where services use
+it too; re-exported here for the CLI's existing imports."""
 
-`flotilla up` records the plane it started in `<data-dir>/context.json` and
-points the user-level file `current` at that data dir:
+from flotilla.context import (
+    CONTEXT_FILE,
+    ENV_CONFIG,
+    ENV_ENDPOINTS,
+    NO_PLANE,
+    Context,
+    ContextError,
+    clear_current_if,
+    current_context,
+    current_data_dir,
+    pointer_path,
+    resolve_endpoints,
+    set_current,
+)
 
-    $FLOTILLA_CONFIG                      (when set: the pointer file itself)
-    $XDG_CONFIG_HOME/flotilla/current     (else; XDG_CONFIG_HOME defaults to ~/.config)
-
-The pointer holds one line, the data dir's absolute path. `flotillactl` and
-`flotilla sim` take etcd from `--etcd-endpoints`, else `FLOTILLA_ETCD_ENDPOINTS`,
-else the current context (`flotilla sim fault --data-dir DIR` reads DIR's
-context before the environment); with none of them they stop with one line saying
-what to do. Nothing falls back to a guessed address.
-"""
-
-from __future__ import annotations
-
-import json
-import os
-from dataclasses import asdict, dataclass
-from pathlib import Path
-
-from flotilla.cli.errors import CLIError
-
-CONTEXT_FILE = "context.json"
-ENV_ENDPOINTS = "FLOTILLA_ETCD_ENDPOINTS"
-ENV_CONFIG = "FLOTILLA_CONFIG"
-
-NO_PLANE = ("no control plane to talk to: run `flotilla up`, or pass --etcd-endpoints "
-            f"(or set {ENV_ENDPOINTS})")
-
-
-@dataclass
-class Context:
-    """One running plane: where its etcd is and where its files are."""
-
-    etcd_endpoints: str
-    data_dir: str
-    sim_address: str = ""
-
-    @staticmethod
-    def path(data_dir: Path | str) -> Path:
-        return Path(data_dir) / CONTEXT_FILE
-
-    def save(self) -> Path:
-        path = self.path(self.data_dir)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        tmp.replace(path)
-        return path
-
-    @classmethod
-    def load(cls, data_dir: Path | str) -> Context | None:
-        """The context recorded in a data dir; None when there is none (the plane is down)."""
-        path = cls.path(data_dir)
-        try:
-            raw = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as e:
-            raise CLIError(f"{path} cannot be read: {e} (run `flotilla up` again to rewrite it)") from e
-        if not isinstance(raw, dict) or not isinstance(raw.get("etcd_endpoints"), str) or not raw["etcd_endpoints"]:
-            raise CLIError(f"{path} has no etcd_endpoints (run `flotilla up` again to rewrite it)")
-        return cls(etcd_endpoints=raw["etcd_endpoints"], data_dir=str(raw.get("data_dir") or Path(data_dir)),
-                   sim_address=str(raw.get("sim_address") or ""))
-
-    @classmethod
-    def remove(cls, data_dir: Path | str) -> None:
-        cls.path(data_dir).unlink(missing_ok=True)
-
-
-def pointer_path() -> Path:
-    """The user-level file naming the current plane's data dir."""
-    explicit = os.environ.get(ENV_CONFIG)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "flotilla" / "current"
-
-
-def current_data_dir() -> Path | None:
-    """The data dir the pointer names, or None when there is no pointer."""
-    path = pointer_path()
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise CLIError(f"{path} cannot be read: {e.strerror or e}") from e
-    return Path(text) if text else None
-
-
-def set_current(data_dir: Path) -> Path:
-    """Point the user-level pointer at this data dir (absolute)."""
-    path = pointer_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{data_dir.resolve()}\n")
-    tmp.replace(path)
-    return path
-
-
-def clear_current_if(data_dir: Path) -> bool:
-    """Remove the pointer when it names this data dir; a pointer to another plane stays."""
-    try:
-        current = current_data_dir()
-    except CLIError:
-        return False
-    if current is None or current.resolve() != data_dir.resolve():
-        return False
-    pointer_path().unlink(missing_ok=True)
-    return True
-
-
-def current_context() -> Context | None:
-    """The context of the plane the pointer names; an error when the pointer names a plane that is down."""
-    data_dir = current_data_dir()
-    if data_dir is None:
-        return None
-    context = Context.load(data_dir)
-    if context is None:
-        raise CLIError(f"the current context ({pointer_path()}) names {data_dir}, where no control plane is "
-                       "running: run `flotilla up`, or pass --etcd-endpoints")
-    return context
-
-
-def resolve_endpoints(explicit: str | None, data_dir: str | Path | None = None) -> str:
-    """`--etcd-endpoints` > `--data-dir`'s context (a flag too, where a command has it) >
-    FLOTILLA_ETCD_ENDPOINTS > the current context."""
-    if explicit:
-        return explicit
-    if data_dir is not None:
-        context = Context.load(data_dir)
-        if context is None:
-            raise CLIError(f"no control plane is running from {data_dir} (no {Context.path(data_dir)}): "
-                           "run `flotilla up`, or pass --etcd-endpoints")
-        return context.etcd_endpoints
-    env = os.environ.get(ENV_ENDPOINTS)
-    if env:
-        return env
-    context = current_context()
-    if context is None:
-        raise CLIError(NO_PLANE)
-    return context.etcd_endpoints
+__all__ = [
+    "CONTEXT_FILE", "ENV_CONFIG", "ENV_ENDPOINTS", "NO_PLANE", "Context", "ContextError", "clear_current_if",
+    "current_context", "current_data_dir", "pointer_path", "resolve_endpoints", "set_current",
+]

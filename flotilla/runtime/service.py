@@ -26,12 +26,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 
+from flotilla.context import ContextError, resolve_endpoints
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
-from flotilla.store.connect import resolve_endpoints
 from flotilla.store.endpoints import Endpoint, Registration
 from flotilla.store.events import EventRecorder
 from flotilla.store.leader import LeaderElector
@@ -80,7 +80,8 @@ class ServiceSpec:
 def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m services.{spec.name}", description=spec.description)
     parser.add_argument("--etcd-endpoints", default=None,
-                        help="etcd URLs (default: FLOTILLA_ETCD_ENDPOINTS or http://127.0.0.1:2379)")
+                        help="etcd URLs (default: FLOTILLA_ETCD_ENDPOINTS, else the current context "
+                             "that `flotilla up` records; no fallback address)")
     parser.add_argument("--listen-address", default="127.0.0.1:0",
                         help="gRPC listen host:port (port 0 = any free port)")
     parser.add_argument("--advertise-address", default="",
@@ -102,6 +103,12 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
 
 def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
     args = build_parser(spec).parse_args(argv)
+    try:
+        args.etcd_endpoints = resolve_endpoints(args.etcd_endpoints)
+    except ContextError as e:
+        # Like a bad flag: one line, exit code 2, before anything starts.
+        print(f"python -m services.{spec.name}: {e}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(),
         format=f"%(asctime)s %(levelname)s service={spec.name} %(name)s %(message)s",

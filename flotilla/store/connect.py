@@ -1,17 +1,14 @@
-"""Connecting to etcd from a `--etcd-endpoints` style URL list."""
+"""Connecting to etcd from a `--etcd-endpoints` style URL list.
+
+Which etcd to use is decided above the store (flotilla.context: flag, environment, current
+context); there is no default address here, so nothing silently reaches a plane on port 2379.
+"""
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlparse
 
 import aetcd
-
-DEFAULT_ENDPOINTS = "http://127.0.0.1:2379"
-
-
-def resolve_endpoints(explicit: str | None = None) -> str:
-    return explicit or os.environ.get("FLOTILLA_ETCD_ENDPOINTS") or DEFAULT_ENDPOINTS
 
 
 def parse_endpoint(endpoints: str) -> tuple[str, int]:

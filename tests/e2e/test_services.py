@@ -118,3 +118,13 @@ def test_status_names_the_unreachable_etcd() -> None:
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
+
+
+def test_a_service_without_a_plane_exits_2_and_never_tries_2379(tmp_path: Path) -> None:
+    """No flag, no FLOTILLA_ETCD_ENDPOINTS, no current context: one line and exit code 2 at once,
+    not a connection to whatever plane listens on 127.0.0.1:2379."""
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path)}
+    result = run_cli(sys.executable, "-m", "services.webhook", env=env, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == ["python -m services.webhook: no control plane to talk to: run `flotilla up`, "
+                                          "or pass --etcd-endpoints (or set FLOTILLA_ETCD_ENDPOINTS)"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from flotilla import context as ctx
 from flotilla import local
-from flotilla.cli import context as ctx
 from flotilla.cli.errors import CLIError
 from tests.cli_runner import flotillactl
 
@@ -119,3 +119,52 @@ def test_sim_fault_data_dir_without_a_plane_names_it(home: Path, capsys: pytest.
     assert local.main(["sim", "fault", "member1", "down", "--data-dir", str(home / "nowhere")]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and f"no control plane is running from {home / 'nowhere'}" in err
+
+
+def test_the_cli_module_re_exports_the_library_one() -> None:
+    from flotilla.cli import context as cli_context
+
+    assert cli_context.resolve_endpoints is ctx.resolve_endpoints and cli_context.Context is ctx.Context
+    assert issubclass(ctx.ContextError, CLIError)
+
+
+@pytest.mark.parametrize(("flag", "env", "context", "expected"), [
+    ("http://flag:1", "http://env:1", "http://ctx:1", "http://flag:1"),
+    (None, "http://env:1", "http://ctx:1", "http://env:1"),
+    (None, None, "http://ctx:1", "http://ctx:1"),
+], ids=["flag", "env", "context"])
+def test_a_service_finds_etcd_like_flotillactl(home: Path, monkeypatch: pytest.MonkeyPatch, flag: str | None,
+                                               env: str | None, context: str | None, expected: str) -> None:
+    from flotilla.runtime import service
+
+    if env:
+        monkeypatch.setenv(ctx.ENV_ENDPOINTS, env)
+    if context:
+        plane_at(home / "plane", context)
+    seen: list[str] = []
+
+    async def run(self: service.Runner) -> None:
+        seen.append(self.args.etcd_endpoints)
+
+    monkeypatch.setattr(service.Runner, "run", run)
+    monkeypatch.setattr(service.logging, "basicConfig", lambda **_: None)
+    assert service.main(service.ServiceSpec(name="probe"), ["--etcd-endpoints", flag] if flag else []) == 0
+    assert seen == [expected]
+
+
+def test_a_service_without_a_plane_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from flotilla.runtime import service
+
+    assert service.main(service.ServiceSpec(name="probe"), []) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"python -m services.probe: {ctx.NO_PLANE}\n")
+    assert "2379" not in captured.err
+
+
+def test_a_service_pointed_at_a_stopped_plane_exits_2(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flotilla.runtime import service
+
+    ctx.Context.remove(plane_at(home / "plane"))
+    assert service.main(service.ServiceSpec(name="probe"), []) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "where no control plane is running" in err
