@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from opentelemetry import trace
 
-from flotilla.api import registry
+from flotilla.api import bindings, registry
+from flotilla.api.bindings import Binding
+from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager, WatchEvent
@@ -51,6 +53,8 @@ DEFAULT_GATES: dict[str, bool] = {
     "PropagateDeps": True,
     "PropagationPolicyPreemption": False,
 }
+# Both policy kinds' informers are routed alike.
+P = TypeVar("P", bound=policy_match.Policy)
 DEPENDENT_KINDS = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "PersistentVolumeClaim"))
 
 
@@ -75,15 +79,15 @@ class ExecutorControllers:
         self.policies = manager.informer(registry.PROPAGATION_POLICY)
         self.policies.add_indexer(NAMESPACE_INDEX, lambda p: [p.metadata.namespace])
         self.cluster_policies = manager.informer(registry.CLUSTER_PROPAGATION_POLICY)
-        self.bindings = {rt.kind: manager.informer(rt)
-                         for rt in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)}
+        self.bindings: dict[str, Informer[Binding]] = {
+            kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
         for informer in self.bindings.values():
             informer.add_indexer(CLAIM_INDEX, lambda b: [c.key] if (c := policy_match.claim_of(b.metadata)) else [])
         self.bindings[RB].add_indexer(DEPENDED_BY_INDEX, dependencies.depended_by)
         self.works = manager.informer(registry.WORK)
         index_works(self.works)
         # By etcd resource: every version of a kind lives under one prefix, so one informer serves them all.
-        self.templates: dict[str, Informer] = {}
+        self.templates: dict[str, Informer[meta_pb2.Unstructured]] = {}
 
         self.detector = manager.controller("detector", TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
@@ -98,15 +102,8 @@ class ExecutorControllers:
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
             store, clock, self.bindings, self.works), workers=config.workers)
 
-        for policies in (self.policies, self.cluster_policies):
-            # First: the watches below read the template informers it starts.
-            manager.on_event(policies, self._watch_selected_kinds, predicate=routing.policy_changed)
-            manager.watch(policies, routing.selected_templates(self.templates), self.detector,
-                          predicate=routing.policy_changed)
-            manager.watch(policies, routing.claimed_templates(self.bindings), self.detector,
-                          predicate=routing.policy_changed)
-            manager.watch(policies, routing.finalizing_policy, self.policy_finalizers,
-                          predicate=routing.policy_changed)
+        self._route_policies(self.policies)
+        self._route_policies(self.cluster_policies)
         for kind, informer in self.bindings.items():
             manager.on_event(informer, self._watch_kind_of_binding, predicate=routing.came_or_went)
             manager.watch(informer, routing.template_of_binding, self.detector,
@@ -122,13 +119,24 @@ class ExecutorControllers:
                       predicate=routing.work_spec_changed)
         manager.watch(self.works, routing.binding_of_work, self.binding_status, predicate=routing.work_status_changed)
 
+    def _route_policies(self, policies: Informer[P]) -> None:
+        manager = self.manager
+        # First: the watches below read the template informers it starts.
+        manager.on_event(policies, self._watch_selected_kinds, predicate=routing.policy_changed)
+        manager.watch(policies, routing.selected_templates(self.templates), self.detector,
+                      predicate=routing.policy_changed)
+        manager.watch(policies, routing.claimed_templates(self.bindings), self.detector,
+                      predicate=routing.policy_changed)
+        manager.watch(policies, routing.finalizing_policy, self.policy_finalizers,
+                      predicate=routing.policy_changed)
+
     @property
     def controllers(self) -> list[Controller]:
         return [self.detector, self.distributor, self.policy_finalizers, self.binding_controller, self.binding_status]
 
     # -- template informers ------------------------------------------------------------------
 
-    def watch_templates(self, api_version: str, kind: str) -> Informer | None:
+    def watch_templates(self, api_version: str, kind: str) -> Informer[meta_pb2.Unstructured] | None:
         """The informer of a template kind, started on first use; None for a built-in kind."""
         rt = routing.template_type(api_version, kind)
         if rt is None:
@@ -146,11 +154,11 @@ class ExecutorControllers:
             self.templates[rt.resource] = informer
         return informer
 
-    def _watch_selected_kinds(self, event: WatchEvent[Any]) -> None:
+    def _watch_selected_kinds(self, event: WatchEvent[P]) -> None:
         for api_version, kind in routing.selected_kinds(event):
             self.watch_templates(api_version, kind)
 
-    def _watch_kind_of_binding(self, event: WatchEvent[Any]) -> None:
+    def _watch_kind_of_binding(self, event: WatchEvent[Binding]) -> None:
         resource = event.obj.spec.resource
         self.watch_templates(resource.api_version, resource.kind)
 

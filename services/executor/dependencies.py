@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from flotilla.api import keys, registry
+from flotilla.api.bindings import Binding
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import BINDING_FINALIZER, DEPENDED_BY_LABEL_PREFIX
 from flotilla.binding_builder import template_content
@@ -142,7 +143,7 @@ def depended_by_label(namespace: str, name: str) -> tuple[str, str]:
     return DEPENDED_BY_LABEL_PREFIX + binding_reference_key(namespace, name), f"{namespace}_{name}"
 
 
-def depended_by(binding: work_pb2.ResourceBinding) -> list[str]:
+def depended_by(binding: Binding) -> list[str]:
     """The depended-by label keys of a binding (one per workload binding needing it)."""
     return [k for k in binding.metadata.labels if k.startswith(DEPENDED_BY_LABEL_PREFIX)]
 

@@ -23,9 +23,12 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import TypeVar
+
+from google.protobuf.message import Message
 
 from flotilla.api import keys, registry, wellknown
-from flotilla.api.bindings import Binding, kind_named, parse_binding_key
+from flotilla.api.bindings import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, Binding, kind_named, parse_binding_key
 from flotilla.api.keys import split_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
@@ -45,6 +48,9 @@ NAMESPACE_INDEX = "namespace"
 CLAIM_INDEX = "claim"
 DEPENDED_BY_INDEX = "depended-by"
 DEPENDENCIES_INDEX = "dependencies"
+
+M = TypeVar("M", bound=Message)
+P = TypeVar("P", bound=policy_match.Policy)
 
 
 # The spec fields a policy decides (Karmada's detector updates exactly these on an existing binding).
@@ -85,6 +91,12 @@ def policy_key(policy: policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagat
 # -- rules on bindings ------------------------------------------------------------------------
 
 
+def _clone(obj: M) -> M:
+    new = type(obj)()
+    new.CopyFrom(obj)
+    return new
+
+
 def binds(binding: Binding, kind: str, namespace: str, name: str) -> bool:
     """Whether the binding is the one of this template (two templates can map to one binding name)."""
     resource = binding.spec.resource
@@ -103,8 +115,7 @@ def merge_binding(existing: Binding, desired: Binding) -> Binding:
     reference and the finalizer. Everything else — the binding's own permanent id, the
     scheduler's result and annotations, eviction tasks, requiredBy, status — is kept. The
     template's resourceVersion is recorded only along with some other change."""
-    merged = type(existing)()
-    merged.CopyFrom(existing)
+    merged = _clone(existing)
     meta = merged.metadata
     labels, annotations = policy_match.without_claim(meta.labels, meta.annotations)
     labels.update(desired.metadata.labels)
@@ -137,16 +148,14 @@ def merge_binding(existing: Binding, desired: Binding) -> Binding:
         spec.suspension.scheduling = scheduling
     # The template's resourceVersion moves with every status write too: alone, it is no reason
     # for a new binding generation (template changes reach the Works without it).
-    unchanged = type(merged)()
-    unchanged.CopyFrom(merged)
+    unchanged = _clone(merged)
     unchanged.spec.resource.resource_version = existing.spec.resource.resource_version
     return unchanged if unchanged == existing else merged
 
 
 def unclaimed(existing: Binding) -> Binding:
     """`existing` with every policy claim taken off (the policy is gone or no longer matches)."""
-    result = type(existing)()
-    result.CopyFrom(existing)
+    result = _clone(existing)
     labels, annotations = policy_match.without_claim(existing.metadata.labels, existing.metadata.annotations)
     result.metadata.ClearField("labels")
     result.metadata.labels.update(labels)
@@ -171,8 +180,8 @@ class TemplateReconciler:
         self,
         store: Store,
         clock: Clock,
-        policies: Informer,
-        cluster_policies: Informer,
+        policies: Informer[policy_pb2.PropagationPolicy],
+        cluster_policies: Informer[policy_pb2.ClusterPropagationPolicy],
         config: DetectorConfig | None = None,
         events: EventRecorder | None = None,
     ) -> None:
@@ -191,16 +200,17 @@ class TemplateReconciler:
             return None
         if not rt.is_template:
             return None
-        binding_rt = registry.RESOURCE_BINDING if rt.namespaced else registry.CLUSTER_RESOURCE_BINDING
+        binding_kind = RESOURCE_BINDING if rt.namespaced else CLUSTER_RESOURCE_BINDING
+        binding_rt: ResourceType[Binding] = binding_kind.resource_type
         binding_namespace = namespace if rt.namespaced else ""
         binding_name = keys.binding_name(name, kind)
-        template = await self.store.try_get(rt, namespace, name)
+        template: meta_pb2.Unstructured | None = await self.store.try_get(rt, namespace, name)
         binding = await self.store.try_get(binding_rt, binding_namespace, binding_name)
         if binding is not None and not binds(binding, kind, namespace, name):
             log.warning("event=skip-template template=%s reason=BindingNameTaken binding=%s", key, binding_name)
             return None
         gone = template is None or works.is_deleting(template)
-        if binding is not None and (gone or owner_replaced(binding, template)):
+        if binding is not None and (template is None or gone or owner_replaced(binding, template)):
             if not works.is_deleting(binding):
                 with contextlib.suppress(NotFound):
                     await self.store.delete(binding_rt, binding_namespace, binding_name)
@@ -208,7 +218,7 @@ class TemplateReconciler:
                          "TemplateDeleted" if gone else "TemplateReplaced")
             # Its deletion event brings the template back here, to bind a replaced template anew.
             return None
-        if gone or (binding is not None and works.is_deleting(binding)):
+        if template is None or gone or (binding is not None and works.is_deleting(binding)):
             return None
         if policy_match.namespace_skipped(namespace, self.config.skipped_namespaces):
             return None
@@ -232,7 +242,7 @@ class TemplateReconciler:
         return None
 
     async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
-                     binding_rt: ResourceType) -> bool:
+                     binding_rt: ResourceType[Binding]) -> bool:
         desired = build_binding(template, policy)
         label = kind_named(binding_rt.kind).permanent_id_label
         key = template_key_of(template)
@@ -259,7 +269,7 @@ def _describe(policy: policy_match.Policy) -> str:
 class DependencyReconciler:
     """Karmada's dependencies distributor, for ResourceBindings (dependents are namespaced)."""
 
-    def __init__(self, store: Store, clock: Clock, bindings: Informer, enabled: bool = True) -> None:
+    def __init__(self, store: Store, clock: Clock, bindings: Informer[Binding], enabled: bool = True) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
@@ -269,10 +279,11 @@ class DependencyReconciler:
         rt, namespace, name = parse_binding_key(key)
         if rt is not registry.RESOURCE_BINDING:
             return None
-        independent = await self.store.try_get(rt, namespace, name)
+        independent = await self.store.try_get(registry.RESOURCE_BINDING, namespace, name)
         wanted = await self._dependents(independent)
         retry = False
         for binding_name, dependent in wanted.items():
+            assert independent is not None  # no dependents are wanted without it
             retry |= await self._attach(independent, binding_name, dependent)
         label = dependencies.depended_by_label(namespace, name)[0]
         for attached in self.bindings.by_index(DEPENDED_BY_INDEX, label):
@@ -336,7 +347,7 @@ class DependencyReconciler:
             return True
         return False
 
-    async def _detach(self, attached: work_pb2.ResourceBinding, namespace: str, name: str) -> None:
+    async def _detach(self, attached: Binding, namespace: str, name: str) -> None:
         def change(binding: work_pb2.ResourceBinding) -> bool:
             detached = dependencies.detach(binding, namespace, name)
             if detached == binding:
@@ -366,11 +377,15 @@ class PolicyFinalizerReconciler:
 
     async def reconcile(self, key: str) -> Result | None:
         kind, _, object_key = key.partition(":")
-        rt, finalizer = ((registry.PROPAGATION_POLICY, PP_FINALIZER) if kind == registry.PROPAGATION_POLICY.kind
-                         else (registry.CLUSTER_PROPAGATION_POLICY, CPP_FINALIZER))
         namespace, name = split_key(object_key)
+        if kind == registry.PROPAGATION_POLICY.kind:
+            await self._release(registry.PROPAGATION_POLICY, PP_FINALIZER, namespace, name)
+        else:
+            await self._release(registry.CLUSTER_PROPAGATION_POLICY, CPP_FINALIZER, namespace, name)
+        return None
 
-        def change(policy: policy_match.Policy) -> bool:
+    async def _release(self, rt: ResourceType[P], finalizer: str, namespace: str, name: str) -> None:
+        def change(policy: P) -> bool:
             if not works.is_deleting(policy) or finalizer not in policy.metadata.finalizers:
                 return False
             policy.metadata.finalizers.remove(finalizer)
@@ -378,4 +393,3 @@ class PolicyFinalizerReconciler:
 
         with contextlib.suppress(NotFound):
             await self.store.mutate(rt, namespace, name, change)
-        return None

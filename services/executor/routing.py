@@ -10,17 +10,20 @@ in controllers.py.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
 
 from flotilla.api import keys, registry
-from flotilla.api.bindings import binding_key
+from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import policy_pb2
+from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.binding_builder import template_content
 from flotilla.runtime.manager import ToKeys, WatchEvent
+from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.informer import EventType, Informer
 from services.executor import dependencies, works
 from services.executor.binding_controller import binding_ref_of_work
@@ -32,30 +35,41 @@ from services.executor.detector import (
     template_key_of,
     template_key_of_binding,
 )
+from services.executor.policy_match import Policy
 
 RB, CRB = registry.RESOURCE_BINDING.kind, registry.CLUSTER_RESOURCE_BINDING.kind
 # The execution controller finds a cluster's Works by their namespace.
 WORK_NAMESPACE_INDEX = "namespace"
 
+M = TypeVar("M", bound=Message)
+# Each routing function of policies serves both kinds' informers.
+P = TypeVar("P", bound=Policy)
 
-def object_key(obj: Any) -> str:
-    return keys.object_key(obj.metadata.namespace, obj.metadata.name)
+
+def object_key(obj: Message) -> str:
+    return object_key_of(obj)
 
 
-def deleting(obj: Any) -> bool:
+def deleting(obj: Message | None) -> bool:
     return obj is not None and works.is_deleting(obj)
 
 
-def came_or_went(event: WatchEvent[Any]) -> bool:
+def _old(event: WatchEvent[M]) -> M:
+    """The previous version of a MODIFIED event (an informer always gives one)."""
+    assert event.old is not None, f"a {event.type} event without the previous version"
+    return event.old
+
+
+def came_or_went(event: WatchEvent[M]) -> bool:
     return event.type is not EventType.MODIFIED
 
 
-def lifecycle(event: WatchEvent[Any]) -> bool:
+def lifecycle(event: WatchEvent[M]) -> bool:
     """Added, deleted, or started being deleted."""
     return event.type is not EventType.MODIFIED or deleting(event.old) != deleting(event.obj)
 
 
-def template_type(api_version: str, kind: str) -> ResourceType | None:
+def template_type(api_version: str, kind: str) -> ResourceType[meta_pb2.Unstructured] | None:
     """The resource type of a template kind; None for a built-in or unknown kind."""
     try:
         rt = registry.for_kind(api_version, kind)
@@ -64,13 +78,13 @@ def template_type(api_version: str, kind: str) -> ResourceType | None:
     return rt if rt.is_template else None
 
 
-def _template_spec(template: Any) -> dict[str, Any]:
+def _template_spec(template: meta_pb2.Unstructured) -> dict[str, Any]:
     content = template_content(template)
     content.pop("status", None)
     return content
 
 
-def specification_changed(old: Any, new: Any) -> bool:
+def specification_changed(old: meta_pb2.Unstructured, new: meta_pb2.Unstructured) -> bool:
     """Karmada's SpecificationChanged: anything but status and server bookkeeping."""
     return (old.metadata.labels != new.metadata.labels or old.metadata.annotations != new.metadata.annotations
             or old.metadata.uid != new.metadata.uid or deleting(old) != deleting(new)
@@ -80,25 +94,25 @@ def specification_changed(old: Any, new: Any) -> bool:
 
 # -- policies -> detector, policy finalizer ------------------------------------------------------
 
-def policy_changed(event: WatchEvent[Any]) -> bool:
+def policy_changed(event: WatchEvent[P]) -> bool:
     if event.type is not EventType.MODIFIED:
         return True
-    old, new = event.old, event.obj
+    old, new = _old(event), event.obj
     return (old.spec != new.spec or old.metadata.labels != new.metadata.labels
             or deleting(old) != deleting(new))
 
 
-def selected_kinds(event: WatchEvent[Any]) -> list[tuple[str, str]]:
+def selected_kinds(event: WatchEvent[P]) -> list[tuple[str, str]]:
     """The (apiVersion, kind) pairs either version of the policy selects."""
     return [(s.api_version, s.kind) for version in (event.obj, event.old) if version is not None
             for s in version.spec.resource_selectors]
 
 
-def selected_templates(templates: Mapping[str, Informer]) -> ToKeys[Any]:
+def selected_templates(templates: Mapping[str, Informer[meta_pb2.Unstructured]]) -> ToKeys[P]:
     """Detector keys of the templates either version of the policy may select (by kind, and
     by namespace for a PropagationPolicy)."""
 
-    def to_keys(event: WatchEvent[Any]) -> Iterable[str]:
+    def to_keys(event: WatchEvent[P]) -> Iterable[str]:
         for version in (event.obj, event.old):
             if version is None:
                 continue
@@ -113,13 +127,13 @@ def selected_templates(templates: Mapping[str, Informer]) -> ToKeys[Any]:
     return to_keys
 
 
-def claimed_templates(bindings: Mapping[str, Informer]) -> ToKeys[Any]:
+def claimed_templates(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[P]:
     """Detector keys of the templates the policy claimed, whatever its selectors say now."""
     return lambda event: [template_key_of_binding(b) for informer in bindings.values()
                           for b in informer.by_index(CLAIM_INDEX, policy_key(event.obj))]
 
 
-def finalizing_policy(event: WatchEvent[Any]) -> list[str]:
+def finalizing_policy(event: WatchEvent[P]) -> list[str]:
     policy = event.obj
     if event.type is not EventType.DELETED and deleting(policy) and (
             PP_FINALIZER in policy.metadata.finalizers or CPP_FINALIZER in policy.metadata.finalizers):
@@ -129,32 +143,34 @@ def finalizing_policy(event: WatchEvent[Any]) -> list[str]:
 
 # -- templates -> detector, binding controller, distributor --------------------------------------
 
-def template_spec_changed(event: WatchEvent[Any]) -> bool:
+def template_spec_changed(event: WatchEvent[meta_pb2.Unstructured]) -> bool:
     """A status write (ours, aggregating) changes nothing a binding holds."""
-    return event.type is not EventType.MODIFIED or specification_changed(event.old, event.obj)
+    return event.type is not EventType.MODIFIED or specification_changed(_old(event), event.obj)
 
 
-def template(event: WatchEvent[Any]) -> list[str]:
+def template(event: WatchEvent[meta_pb2.Unstructured]) -> list[str]:
     return [template_key_of(event.obj)]
 
 
-def _binding_of_template(template: Any) -> str:
+def _binding_of_template(template: meta_pb2.Unstructured) -> str:
     namespace = template.metadata.namespace
     return binding_key(RB if namespace else CRB, keys.object_key(
         namespace, keys.binding_name(template.metadata.name, template.kind)))
 
 
-def binding_of_template(event: WatchEvent[Any]) -> list[str]:
+def binding_of_template(event: WatchEvent[meta_pb2.Unstructured]) -> list[str]:
     # The binding records the template's version only along with a change of its own (see
     # detector.merge_binding): the Works follow the template directly.
     return [_binding_of_template(event.obj)]
 
 
-def dependents_of_template(templates: Mapping[str, Informer]) -> ToKeys[Any]:
+def dependents_of_template(
+    templates: Mapping[str, Informer[meta_pb2.Unstructured]],
+) -> ToKeys[meta_pb2.Unstructured]:
     """Distributor keys: the template's own binding (its dependencies may have changed), and
     the bindings of workloads whose dependencies include the template."""
 
-    def to_keys(event: WatchEvent[Any]) -> Iterable[str]:
+    def to_keys(event: WatchEvent[meta_pb2.Unstructured]) -> Iterable[str]:
         if event.obj.metadata.namespace:
             yield _binding_of_template(event.obj)
         key = template_key_of(event.obj)
@@ -166,47 +182,47 @@ def dependents_of_template(templates: Mapping[str, Informer]) -> ToKeys[Any]:
     return to_keys
 
 
-def template_dependencies(template: Any) -> list[str]:
+def template_dependencies(template: meta_pb2.Unstructured) -> list[str]:
     """The DEPENDENCIES_INDEX of a template informer."""
     return [template_key(*dep) for dep in dependencies.dependencies(template)]
 
 
 # -- bindings -> detector, binding controller, binding status, distributor ------------------------
 
-def generation_changed(event: WatchEvent[Any]) -> bool:
-    return lifecycle(event) or event.old.metadata.generation != event.obj.metadata.generation
+def generation_changed(event: WatchEvent[M]) -> bool:
+    return lifecycle(event) or meta_of(_old(event)).generation != meta_of(event.obj).generation
 
 
-def binding(kind: str) -> ToKeys[Any]:
+def binding(kind: str) -> ToKeys[Binding]:
     return lambda event: [binding_key(kind, object_key(event.obj))]
 
 
-def binding_came_or_went(event: WatchEvent[Any]) -> bool:
+def binding_came_or_went(event: WatchEvent[Binding]) -> bool:
     """At start: its template may be gone. Once gone itself: its template may want a new one.
     Only for a template kind (a binding of anything else has no template to look at)."""
     resource = event.obj.spec.resource
     return came_or_went(event) and template_type(resource.api_version, resource.kind) is not None
 
 
-def template_of_binding(event: WatchEvent[Any]) -> list[str]:
+def template_of_binding(event: WatchEvent[Binding]) -> list[str]:
     return [template_key_of_binding(event.obj)]
 
 
-def binding_spec_changed(event: WatchEvent[Any]) -> bool:
-    return generation_changed(event) or event.old.metadata.labels != event.obj.metadata.labels
+def binding_spec_changed(event: WatchEvent[Binding]) -> bool:
+    return generation_changed(event) or _old(event).metadata.labels != event.obj.metadata.labels
 
 
-def binding_scheduled(event: WatchEvent[Any]) -> bool:
+def binding_scheduled(event: WatchEvent[Binding]) -> bool:
     return (generation_changed(event)
-            or event.old.status.last_scheduled_time != event.obj.status.last_scheduled_time)
+            or _old(event).status.last_scheduled_time != event.obj.status.last_scheduled_time)
 
 
-def propagates_deps(event: WatchEvent[Any]) -> bool:
+def propagates_deps(event: WatchEvent[Binding]) -> bool:
     return generation_changed(event) and (
         event.obj.spec.propagate_deps or (event.old is not None and event.old.spec.propagate_deps))
 
 
-def workloads_depending_on(event: WatchEvent[Any]) -> list[str]:
+def workloads_depending_on(event: WatchEvent[Binding]) -> list[str]:
     """An attached binding that came or went is made again if its workloads still need it."""
     if not lifecycle(event):
         return []
@@ -220,42 +236,42 @@ def workloads_depending_on(event: WatchEvent[Any]) -> list[str]:
 
 # -- works -> binding controller, binding status --------------------------------------------------
 
-def binding_of_work(event: WatchEvent[Any]) -> list[str]:
+def binding_of_work(event: WatchEvent[work_pb2.Work]) -> list[str]:
     ref = binding_ref_of_work(event.obj)
     return [ref] if ref is not None else []
 
 
-def work_spec_changed(event: WatchEvent[Any]) -> bool:
-    return (lifecycle(event) or event.old.spec != event.obj.spec
-            or event.old.metadata.labels != event.obj.metadata.labels)
+def work_spec_changed(event: WatchEvent[work_pb2.Work]) -> bool:
+    return (lifecycle(event) or _old(event).spec != event.obj.spec
+            or _old(event).metadata.labels != event.obj.metadata.labels)
 
 
-def work_status_changed(event: WatchEvent[Any]) -> bool:
+def work_status_changed(event: WatchEvent[work_pb2.Work]) -> bool:
     # The annotations say which template generation the member was given.
-    return (lifecycle(event) or event.old.status != event.obj.status
-            or event.old.metadata.annotations != event.obj.metadata.annotations)
+    return (lifecycle(event) or _old(event).status != event.obj.status
+            or _old(event).metadata.annotations != event.obj.metadata.annotations)
 
 
 # -- the execution side ---------------------------------------------------------------------------
 
-def not_deleted(event: WatchEvent[Any]) -> bool:
+def not_deleted(event: WatchEvent[M]) -> bool:
     return event.type is not EventType.DELETED
 
 
-def work(event: WatchEvent[Any]) -> list[str]:
+def work(event: WatchEvent[work_pb2.Work]) -> list[str]:
     return [object_key(event.obj)]
 
 
-def _readiness(cluster: Any) -> tuple[bool, bool]:
+def _readiness(cluster: cluster_pb2.Cluster) -> tuple[bool, bool]:
     return is_true(cluster.status.conditions, "Ready"), cluster.metadata.HasField("deletion_timestamp")
 
 
-def readiness_changed(event: WatchEvent[Any]) -> bool:
+def readiness_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     """Works wait (with backoff) while their cluster is not Ready; becoming Ready, or starting
     to terminate, lets them through at once."""
     return event.type is EventType.DELETED or event.old is None or _readiness(event.obj) != _readiness(event.old)
 
 
-def works_of_cluster(works_informer: Informer) -> ToKeys[Any]:
+def works_of_cluster(works_informer: Informer[work_pb2.Work]) -> ToKeys[cluster_pb2.Cluster]:
     return lambda event: [object_key(w) for w in works_informer.by_index(
         WORK_NAMESPACE_INDEX, execution_namespace(event.obj.metadata.name))]

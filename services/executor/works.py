@@ -18,6 +18,8 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from google.protobuf.message import Message
+
 from flotilla.api import codec, keys, registry
 from flotilla.api.bindings import Binding, kind_of
 from flotilla.api.v1 import meta_pb2, work_pb2
@@ -34,6 +36,7 @@ from flotilla.api.wellknown import (
 )
 from flotilla.apportionment import webster
 from flotilla.binding_builder import template_content
+from flotilla.store.base import meta_of
 
 # `Immediately` is the pre-v1.15 spelling of `Directly`.
 DIRECTLY = frozenset({"Directly", "Immediately"})
@@ -101,8 +104,8 @@ def work_cluster(work: work_pb2.Work) -> str | None:
     return keys.cluster_of_execution_namespace(work.metadata.namespace)
 
 
-def is_deleting(obj: Any) -> bool:
-    return bool(obj.metadata.HasField("deletion_timestamp"))
+def is_deleting(obj: Message) -> bool:
+    return meta_of(obj).HasField("deletion_timestamp")
 
 
 def orphan_works(works: Iterable[work_pb2.Work], expected: set[str]) -> list[work_pb2.Work]:
