@@ -41,7 +41,7 @@ BINDING_ID_INDEX = "binding-id"
 BINDING_REF_INDEX = "binding-ref"
 
 
-def template_type(binding: Binding) -> ResourceType | None:
+def template_type(binding: Binding) -> ResourceType[meta_pb2.Unstructured] | None:
     """The resource type of the binding's template; None when it names a built-in kind."""
     resource = binding.spec.resource
     try:
@@ -61,13 +61,13 @@ def binding_ref_of_work(work: work_pb2.Work) -> str | None:
     return None
 
 
-def index_works(informer: Informer) -> None:
+def index_works(informer: Informer[work_pb2.Work]) -> None:
     """The indices the executor finds a binding's Works by: its permanent id, and its key."""
     informer.add_indexer(BINDING_ID_INDEX, works.work_binding_ids)
     informer.add_indexer(BINDING_REF_INDEX, lambda w: [ref] if (ref := binding_ref_of_work(w)) else [])
 
 
-def works_of(informer: Informer, key: str, binding: Binding | None) -> list[work_pb2.Work]:
+def works_of(informer: Informer[work_pb2.Work], key: str, binding: Binding | None) -> list[work_pb2.Work]:
     """Works labelled with the binding's permanent id, or pointing at its key (an earlier
     binding of the same name leaves those behind)."""
     found = {f"{w.metadata.namespace}/{w.metadata.name}": w for w in informer.by_index(BINDING_REF_INDEX, key)}
@@ -91,7 +91,7 @@ class BindingReconciler:
         self,
         store: Store,
         clock: Clock,
-        works_informer: Informer,
+        works_informer: Informer[work_pb2.Work],
         inject_preserved_labels: bool = False,
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
@@ -231,7 +231,7 @@ class BindingReconciler:
             log.info("event=delete-work binding=%s cluster=%s work=%s/%s", key, works.work_cluster(work),
                      work.metadata.namespace, work.metadata.name)
 
-    async def _release(self, rt: ResourceType, binding: Binding) -> None:
+    async def _release(self, rt: ResourceType[Binding], binding: Binding) -> None:
         finalizer = bindings.kind_named(rt.kind).finalizer
         if finalizer not in binding.metadata.finalizers:
             return

@@ -46,7 +46,8 @@ def aggregated(binding: Binding) -> bool:
 
 
 class BindingStatusReconciler:
-    def __init__(self, store: Store, clock: Clock, bindings: dict[str, Informer], works_informer: Informer) -> None:
+    def __init__(self, store: Store, clock: Clock, bindings: dict[str, Informer[Binding]],
+                 works_informer: Informer[work_pb2.Work]) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings

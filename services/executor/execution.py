@@ -47,7 +47,8 @@ def _applied_for_generation(work: work_pb2.Work) -> bool:
 
 
 class ExecutionReconciler:
-    def __init__(self, store: Store, clock: Clock, works: Informer, clusters: Informer, connect: Connect,
+    def __init__(self, store: Store, clock: Clock, works: Informer[work_pb2.Work],
+                 clusters: Informer[cluster_pb2.Cluster], connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool]) -> None:
         self.store = store
         self.clock = clock
@@ -78,7 +79,7 @@ class ExecutionReconciler:
         keep = work.spec.preserve_resources_on_deletion
         # A cluster that is gone or being removed cannot be cleaned: release the Work.
         releasing = cluster is None or cluster.metadata.HasField("deletion_timestamp")
-        if not keep and not releasing:
+        if cluster is not None and not keep and not releasing:
             if not is_true(cluster.status.conditions, "Ready"):
                 raise ClusterNotReady(f"cluster({cluster.metadata.name}) not ready")
             client = await self.connect(cluster)

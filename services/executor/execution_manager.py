@@ -7,11 +7,10 @@ Pull-mode agent for its own cluster, and run in-process by tests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from flotilla.api import registry
 from flotilla.api.keys import execution_namespace
-from flotilla.api.v1 import cluster_pb2
+from flotilla.api.v1 import cluster_pb2, config_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager, WatchEvent
@@ -45,7 +44,7 @@ class ExecutionManager:
         manager.on_event(self.customizations, self._on_customization)
         manager.add_runnable("work-status", lambda: self.status.run(status_period))
 
-    def _on_customization(self, _: WatchEvent[Any]) -> None:
+    def _on_customization(self, _: WatchEvent[config_pb2.ResourceInterpreterCustomization]) -> None:
         self.interpreter.set_customizations(self.customizations.list())
 
     async def run(self) -> None:

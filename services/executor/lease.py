@@ -5,6 +5,8 @@ live agent from a dead one (docs/karmada-rules.md §3, §4.1)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
 
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, coordination_pb2
@@ -37,7 +39,7 @@ class LeaseRenewer:
         except NotFound:
             await self._create(now, change)
 
-    async def _create(self, now: object, change: object) -> None:
+    async def _create(self, now: datetime, change: Callable[[coordination_pb2.Lease], None]) -> None:
         lease = coordination_pb2.Lease(api_version=registry.LEASE.api_version, kind="Lease")
         lease.metadata.name = self.cluster
         lease.metadata.namespace = LEASE_NAMESPACE
@@ -46,7 +48,7 @@ class LeaseRenewer:
             # Owned by its Cluster, so removing the cluster lets the Lease be collected with it.
             lease.metadata.owner_references.add(api_version=cluster.api_version, kind="Cluster",
                                                 name=cluster.metadata.name, uid=cluster.metadata.uid)
-        change(lease)  # type: ignore[operator]
+        change(lease)
         lease.spec.acquire_time.CopyFrom(lease.spec.renew_time)
         try:
             await self.store.create(lease)

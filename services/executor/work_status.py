@@ -59,7 +59,8 @@ def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
 
 
 class WorkStatusCollector:
-    def __init__(self, store: Store, clock: Clock, works: Informer, clusters: Informer, connect: Connect,
+    def __init__(self, store: Store, clock: Clock, works: Informer[work_pb2.Work],
+                 clusters: Informer[cluster_pb2.Cluster], connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool], interpreter: HealthInterpreter,
                  events: EventRecorder | None = None) -> None:
         self.store = store
