@@ -16,8 +16,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypeVar
 
+from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
@@ -56,6 +57,8 @@ E2E_DURATION = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
 
+M = TypeVar("M", bound=Message)
+
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ class ClusterView:
     """The cluster informer as scheduling snapshots. Each Cluster is digested once per
     version; a snapshot is rebuilt only after some cluster changed."""
 
-    def __init__(self, informer: Informer, clock: Clock, ledger: CapacityLedger) -> None:
+    def __init__(self, informer: Informer[cluster_pb2.Cluster], clock: Clock, ledger: CapacityLedger) -> None:
         self.informer = informer
         self.clock = clock
         self.ledger = ledger
@@ -121,8 +124,8 @@ class BindingScheduler:
         self,
         store: Store,
         clock: Clock,
-        kind: ResourceType,
-        bindings: Informer,
+        kind: ResourceType[Binding],
+        bindings: Informer[Binding],
         clusters: ClusterView,
         framework: Framework,
         ledger: CapacityLedger,
@@ -238,8 +241,7 @@ class BindingScheduler:
         """spec.clusters and the applied-placement annotation, in one compare-and-swap."""
         if decision.clusters is None:
             return binding
-        updated = type(binding)()
-        updated.CopyFrom(binding)
+        updated = _copy(binding)
         del updated.spec.clusters[:]
         for name, replicas in decision.clusters:
             updated.spec.clusters.add(name=name, replicas=replicas)
@@ -275,8 +277,7 @@ class BindingScheduler:
             return changed
 
         # Edited on a copy: `current` stays the original the store compares against.
-        updated = type(current)()
-        updated.CopyFrom(current)
+        updated = _copy(current)
         if not change(updated):
             return
         try:
@@ -334,6 +335,12 @@ def _news(binding: Binding, decision: core.Decision) -> bool:
 
 
 
+def _copy(obj: M) -> M:
+    new = type(obj)()
+    new.CopyFrom(obj)
+    return new
+
+
 def _targets_text(targets: list[tuple[str, int]] | None, separator: str = ", ") -> str:
     return separator.join(f"{name}:{replicas}" for name, replicas in targets or [])
 
@@ -377,7 +384,7 @@ def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     )
 
 
-def bindings_affected_by_cluster(bindings: Informer) -> ToKeys[cluster_pb2.Cluster]:
+def bindings_affected_by_cluster(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
     def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
         info = ClusterInfo.from_cluster(event.obj)
         return [object_key_of(b) for b in bindings.list() if affected_by(b, info)]
@@ -400,7 +407,7 @@ class SchedulerLoop:
         self.ledger = CapacityLedger(clock, options.reservation_ttl)
         self.cluster_informer = clusters = manager.informer(registry.CLUSTER)
         self.view = ClusterView(self.cluster_informer, clock, self.ledger)
-        self.informers: dict[str, Informer] = {}
+        self.informers: dict[str, Informer[Binding]] = {}
         self.controllers: dict[str, Controller] = {}
         self.reconcilers: dict[str, BindingScheduler] = {}
         manager.on_event(clusters, lambda _: self.view.changed())
@@ -410,7 +417,7 @@ class SchedulerLoop:
             return clusters.synced and cluster_change_matters(event)
 
         for binding_kind in BINDING_KINDS:
-            kind = binding_kind.resource_type
+            kind: ResourceType[Binding] = binding_kind.resource_type
             informer = manager.informer(kind)
             reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
                                           events, tracer)
@@ -420,7 +427,7 @@ class SchedulerLoop:
             manager.watch(informer, binding_keys, controller, predicate=self._needs_look(reconciler))
             affected = bindings_affected_by_cluster(informer)
 
-            def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[Any] = affected,
+            def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[cluster_pb2.Cluster] = affected,
                       reconciler: BindingScheduler = reconciler) -> None:
                 for key in affected(event):
                     reconciler.force(key)
@@ -433,7 +440,7 @@ class SchedulerLoop:
         if events is not None:
             manager.add_runnable("scheduler-events", events.run)
 
-    def _forget_reservations(self, kind: ResourceType) -> Callable[[WatchEvent[Binding]], None]:
+    def _forget_reservations(self, kind: ResourceType[Binding]) -> Callable[[WatchEvent[Binding]], None]:
         return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))
 
     @staticmethod
@@ -454,5 +461,5 @@ class SchedulerLoop:
         await self.manager.run()
 
 
-def _deleted(event: WatchEvent[Any]) -> bool:
+def _deleted(event: WatchEvent[M]) -> bool:
     return event.type is EventType.DELETED

@@ -9,6 +9,8 @@ from collections.abc import Callable
 import grpc
 
 from flotilla.api import registry
+from flotilla.api.bindings import BINDING_KINDS, Binding
+from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
 from flotilla.runtime.clock import Clock
 from flotilla.scheduler import core
@@ -18,9 +20,10 @@ from flotilla.scheduler.messages import decision_message
 from flotilla.scheduler.need_schedule import handled_by, need_schedule
 from flotilla.scheduler.whatif import what_if
 from flotilla.store import Store
+from services.rpc import abort
 from services.scheduler.reconciler import SchedulerOptions
 
-KINDS = {rt.kind: rt for rt in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)}
+KINDS: dict[str, ResourceType[Binding]] = {kind.kind: kind.resource_type for kind in BINDING_KINDS}
 
 
 class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
@@ -37,12 +40,12 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
                       ) -> scheduler_pb2.ScheduleDecision:
         rt = KINDS.get(request.kind)
         if rt is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"kind must be one of {', '.join(KINDS)}, not {request.kind!r}")
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT,
+                        f"kind must be one of {', '.join(KINDS)}, not {request.kind!r}")
         binding = await self.store.try_get(rt, request.namespace, request.name)
         if binding is None:
             where = f"{request.namespace}/{request.name}" if rt.namespaced else request.name
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"{rt.kind} {where} not found")
+            await abort(context, grpc.StatusCode.NOT_FOUND, f"{rt.kind} {where} not found")
         clusters = (await self.store.list(registry.CLUSTER)).items
         snapshot = core.Snapshot.of(clusters, self.clock.now(), self.reservations())
         decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation)
@@ -61,8 +64,8 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
         unknown = sorted(set(request.clusters) - known)
         if not request.clusters or unknown:
             problem = f"unknown cluster(s) {', '.join(unknown)}" if unknown else "name at least one cluster"
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
-        bindings = []
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, problem)
+        bindings: list[Binding] = []
         for rt in KINDS.values():
             bindings.extend((await self.store.list(rt)).items)
         result = what_if(bindings, clusters, list(request.clusters), self.framework, self.clock.now(),
