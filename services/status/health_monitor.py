@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from flotilla.api import registry
 from flotilla.api.conditions import get_condition, set_condition
-from flotilla.api.v1 import cluster_pb2
+from flotilla.api.v1 import cluster_pb2, coordination_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
-from flotilla.clusterstatus.observation import READY
+from flotilla.clusterstatus.observation import READY, ReadyObservation
 from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, Store
 from flotilla.store.informer import Informer
@@ -21,10 +23,10 @@ log = logging.getLogger(__name__)
 LEASE_NAMESPACE = CLUSTER_SECRET_NAMESPACE
 
 
-def _time(ts: object) -> datetime | None:
-    if not ts.seconds and not ts.nanos:  # type: ignore[attr-defined]
+def _time(ts: Timestamp) -> datetime | None:
+    if not ts.seconds and not ts.nanos:
         return None
-    return ts.ToDatetime(tzinfo=UTC)  # type: ignore[attr-defined]
+    return ts.ToDatetime(tzinfo=UTC)
 
 
 def ready_snapshot(cluster: cluster_pb2.Cluster) -> ReadySnapshot | None:
@@ -36,7 +38,8 @@ def ready_snapshot(cluster: cluster_pb2.Cluster) -> ReadySnapshot | None:
 
 
 class HealthMonitor:
-    def __init__(self, store: Store, clock: Clock, clusters: Informer, leases: Informer, grace: Grace) -> None:
+    def __init__(self, store: Store, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
+                 leases: Informer[coordination_pb2.Lease], grace: Grace) -> None:
         self.store = store
         self.clock = clock
         self.clusters = clusters
@@ -63,7 +66,7 @@ class HealthMonitor:
             if verdict is None:
                 continue
 
-            def change(obj: cluster_pb2.Cluster, verdict=verdict) -> bool:
+            def change(obj: cluster_pb2.Cluster, verdict: ReadyObservation = verdict) -> bool:
                 return set_condition(obj.status.conditions, READY, verdict.status, verdict.reason, verdict.message,
                                      now)
 

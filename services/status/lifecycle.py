@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 
 from flotilla.api import registry
+from flotilla.api.bindings import BINDING_KINDS, Binding
 from flotilla.api.keys import execution_namespace, split_key
+from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER, CLUSTER_SECRET_NAMESPACE
 from flotilla.credentials import SECRET_TYPE
@@ -24,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 class ClusterLifecycleReconciler:
-    def __init__(self, store: Store, clusters: Informer, deletion_poll: float = 10.0) -> None:
+    def __init__(self, store: Store, clusters: Informer[cluster_pb2.Cluster], deletion_poll: float = 10.0) -> None:
         self.store = store
         self.clusters = clusters
         self.deletion_poll = deletion_poll
@@ -65,7 +67,8 @@ class ClusterLifecycleReconciler:
                     continue
         if works:
             return True
-        for kind in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING):
+        for binding_kind in BINDING_KINDS:
+            kind: ResourceType[Binding] = binding_kind.resource_type
             for binding in (await self.store.list(kind)).items:
                 if any(target.name == name for target in binding.spec.clusters):
                     return True

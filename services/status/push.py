@@ -31,7 +31,7 @@ class PushStatusReconciler:
     def __init__(
         self,
         store: Store,
-        clusters: Informer,
+        clusters: Informer[cluster_pb2.Cluster],
         prober: ClusterProber,
         clients: MemberClients,
         frequency: float,

@@ -10,6 +10,7 @@ from flotilla.api.v1 import status_pb2, status_pb2_grpc
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.thresholds import time_until_visible
 from flotilla.runtime.clock import Clock
+from services.rpc import abort
 
 
 def _iso(moment: datetime) -> str:
@@ -26,8 +27,8 @@ class ClusterHealthServicer(status_pb2_grpc.ClusterHealthServicer):
         history = self.prober.history(request.cluster)
         state = self.prober.state(request.cluster)
         if not history and state is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND,
-                                f"no probes of cluster {request.cluster!r} (unknown, Pull mode, or not probed yet)")
+            await abort(context, grpc.StatusCode.NOT_FOUND,
+                        f"no probes of cluster {request.cluster!r} (unknown, Pull mode, or not probed yet)")
         report = status_pb2.ClusterHealthReport(cluster=request.cluster)
         if state is not None:
             report.observed_status = state.status
