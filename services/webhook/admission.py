@@ -16,6 +16,7 @@ from flotilla.api import codec, registry
 from flotilla.api.codec import CodecError, FieldError
 from flotilla.runtime.clock import Clock
 from flotilla.store import Conflict, Store
+from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig, default_object
 from services.webhook.validation import validate_object
 
@@ -55,7 +56,7 @@ class Admission:
         except registry.UnknownResourceError as e:
             return Review(None, errors=[FieldError("kind", str(e))])
         rt = registry.for_object(obj)
-        meta = obj.metadata
+        meta = meta_of(obj)
         if rt.namespaced and not meta.namespace:
             meta.namespace = "default"
         if not rt.namespaced:
@@ -87,7 +88,7 @@ class Admission:
                     raise
                 continue
             review.obj = stored
-            unchanged = stored.metadata.resource_version == review.old.metadata.resource_version
+            unchanged = meta_of(stored).resource_version == meta_of(review.old).resource_version
             return Outcome(review, UNCHANGED if unchanged else CONFIGURED)
         raise Conflict("the object kept changing while it was being applied; try again")
 
@@ -102,7 +103,7 @@ class Admission:
 
 
 def _keep_server_fields(obj: Message, old: Message) -> None:
-    meta, old_meta = obj.metadata, old.metadata
+    meta, old_meta = meta_of(obj), meta_of(old)
     finalizers = list(old_meta.finalizers)
     finalizers += [f for f in meta.finalizers if f not in finalizers]
     del meta.finalizers[:]

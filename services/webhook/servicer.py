@@ -6,12 +6,14 @@ import json
 import logging
 
 import grpc
+from google.protobuf.message import Message
 from opentelemetry import trace
 
 from flotilla.api import codec, registry
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.store import Conflict, NotFound
-from flotilla.store.base import object_key_of
+from flotilla.store.base import meta_of, object_key_of
+from services.rpc import abort
 from services.webhook.admission import Admission, Outcome, Review
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,11 @@ def _document(request: webhook_pb2.AdmissionRequest) -> object:
         return e
 
 
+def _kind(obj: Message) -> str:
+    kind: str = getattr(obj, "kind")  # noqa: B009 - every kind's message has one; Message does not
+    return kind
+
+
 def _not_json(e: json.JSONDecodeError) -> webhook_pb2.AdmissionResponse:
     return _response(Review(None, errors=[codec.FieldError("", f"not a JSON document: {e.msg}")]))
 
@@ -50,13 +57,14 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
             try:
                 outcome: Outcome = await self.admission.apply(doc)
             except Conflict as e:
-                await context.abort(grpc.StatusCode.ABORTED, str(e))
+                await abort(context, grpc.StatusCode.ABORTED, str(e))
             review = outcome.review
             if review.obj is not None:
-                span.set_attribute("flotilla.object", f"{review.obj.kind}/{review.obj.metadata.name}")
-            if review.allowed:
-                log.info("event=apply kind=%s key=%s result=%s", review.obj.kind,
-                         object_key_of(review.obj), outcome.result)
+                span.set_attribute("flotilla.object", f"{_kind(review.obj)}/{meta_of(review.obj).name}")
+                # Only a review with an object can be allowed.
+                if review.allowed:
+                    log.info("event=apply kind=%s key=%s result=%s", _kind(review.obj),
+                             object_key_of(review.obj), outcome.result)
             return _response(review, outcome.result)
 
     async def Default(self, request: webhook_pb2.AdmissionRequest, context: grpc.aio.ServicerContext
@@ -79,11 +87,11 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
             result = await self.admission.delete(request.api_version, request.kind, request.namespace,
                                                  request.name, request.resource_version)
         except NotFound as e:
-            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+            await abort(context, grpc.StatusCode.NOT_FOUND, str(e))
         except Conflict as e:
-            await context.abort(grpc.StatusCode.ABORTED, str(e))
+            await abort(context, grpc.StatusCode.ABORTED, str(e))
         except registry.UnknownResourceError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
         log.info("event=delete kind=%s name=%s/%s result=%s", request.kind, request.namespace, request.name, result)
         return webhook_pb2.DeleteResponse(result=result)
 

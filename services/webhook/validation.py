@@ -17,6 +17,7 @@ from flotilla.api.v1.cluster_pb2 import Cluster
 from flotilla.api.v1.config_pb2 import ResourceInterpreterCustomization
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, ClusterTaintPolicy, PropagationPolicy
+from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig
 from services.webhook.rules.cluster import cluster_name, validate_cluster
 from services.webhook.rules.interpreter import validate_interpreter_customization
@@ -49,7 +50,7 @@ def validate_object(obj: Message, old: Message | None, config: AdmissionConfig) 
     resource_type = registry.for_object(obj)
     errors = list(
         validate_metadata(
-            obj.metadata,  # type: ignore[attr-defined]
+            meta_of(obj),
             resource_type.namespaced,
             _NAME_RULES.get(type(obj), dns1123_subdomain),
         )
