@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from flotilla.api import registry
-from flotilla.api.v1 import cluster_pb2
+from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, Store
@@ -41,7 +41,8 @@ def describe_taints(cluster: cluster_pb2.Cluster) -> str:
 
 
 class ClusterTaintReconciler:
-    def __init__(self, store: Store, clock: Clock, clusters: Informer, policies: Informer, config: TaintConfig,
+    def __init__(self, store: Store, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
+                 policies: Informer[policy_pb2.ClusterTaintPolicy], config: TaintConfig,
                  events: EventRecorder | None = None) -> None:
         self.store = store
         self.clock = clock

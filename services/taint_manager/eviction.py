@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from flotilla.api.bindings import Binding
 from flotilla.api.v1 import work_pb2
 from flotilla.jsonpath_template import extract
 
@@ -38,7 +39,7 @@ def purge_mode_for(spec: work_pb2.ResourceBindingSpec, default_mode: str) -> str
     return DIRECTLY if default_mode == DIRECTLY else GRACEFULLY
 
 
-def preserved_state(binding: work_pb2.ResourceBinding, cluster: str) -> dict[str, str]:
+def preserved_state(binding: Binding, cluster: str) -> dict[str, str]:
     """Labels for the replacement, extracted from the evicted cluster's reported status."""
     spec = binding.spec
     if not (spec.HasField("failover") and spec.failover.HasField("cluster")):

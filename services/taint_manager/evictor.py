@@ -15,8 +15,9 @@ from datetime import datetime
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api.bindings import parse_binding_key
+from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -75,8 +76,8 @@ class BindingEvictionReconciler:
         self,
         store: Store,
         clock: Clock,
-        clusters: Informer,
-        bindings: dict[str, Informer],
+        clusters: Informer[cluster_pb2.Cluster],
+        bindings: dict[str, Informer[Binding]],
         protection: EvictionProtection,
         config: EvictorConfig,
         events: EventRecorder | None = None,
@@ -129,19 +130,20 @@ class BindingEvictionReconciler:
             await self._evict(rt, namespace, name, due, now)
         return Result(requeue_after=wake) if wake is not None else None
 
-    async def _evict(self, rt: ResourceType, namespace: str, name: str, clusters: list[str], now: datetime) -> None:
+    async def _evict(self, rt: ResourceType[Binding], namespace: str, name: str, clusters: list[str],
+                     now: datetime) -> None:
         stamped: dict[str, str] = {}
         evicted: list[str] = []
 
-        def change(binding: object) -> bool:
+        def change(binding: Binding) -> bool:
             evicted.clear()
-            spec = binding.spec  # type: ignore[attr-defined]
+            spec = binding.spec
             for cluster in clusters:
                 if self.config.graceful_eviction:
                     options = EvictionOptions(
                         purge_mode=purge_mode_for(spec, self.config.default_purge_mode),
                         message=f"Evicted from cluster {cluster}: its NoExecute taint is not tolerated",
-                        preserved_label_state=(preserved_state(binding, cluster)  # type: ignore[arg-type]
+                        preserved_label_state=(preserved_state(binding, cluster)
                                                if self.config.state_preservation else {}),
                     )
                     moved = graceful_evict_cluster(spec, cluster, options)
@@ -150,7 +152,7 @@ class BindingEvictionReconciler:
                 if moved:
                     evicted.append(cluster)
             if evicted and stamped:
-                binding.metadata.annotations[TRACEPARENT_ANNOTATION] = stamped["traceparent"]  # type: ignore[attr-defined]
+                binding.metadata.annotations[TRACEPARENT_ANNOTATION] = stamped["traceparent"]
             return bool(evicted)
 
         # The failover trace started where the cluster was found unhealthy continues here.

@@ -7,16 +7,16 @@ any moment, and start a fresh one as a restarted service would.
 
 from __future__ import annotations
 
-from typing import Any
-
 from opentelemetry import trace
 
-from flotilla.api import registry
+from flotilla.api import bindings, registry
+from flotilla.api.bindings import Binding
+from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder
-from flotilla.store.informer import EventType
+from flotilla.store.informer import EventType, Informer
 from services.taint_manager import routing
 from services.taint_manager.cluster_taints import ClusterTaintReconciler, TaintConfig
 from services.taint_manager.evictor import BindingEvictionReconciler, EvictorConfig, EvictorState
@@ -33,8 +33,8 @@ class TaintManager:
         self.manager = manager = manager or Manager(store, clock)
         self.clusters = manager.informer(registry.CLUSTER)
         self.policies = manager.informer(registry.CLUSTER_TAINT_POLICY)
-        self.bindings = {rt.kind: manager.informer(rt)
-                         for rt in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING)}
+        self.bindings: dict[str, Informer[Binding]] = {
+            kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
         for informer in self.bindings.values():
             informer.add_indexer(routing.CLUSTER_INDEX, routing.index_by_cluster)
         self.taints = manager.controller("cluster-taints", ClusterTaintReconciler(
@@ -55,7 +55,7 @@ class TaintManager:
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.evictor, predicate=routing.not_deleted)
 
-    def _observe_protection(self, event: WatchEvent[Any]) -> None:
+    def _observe_protection(self, event: WatchEvent[cluster_pb2.Cluster]) -> None:
         if event.type is EventType.DELETED or routing.needs_no_evicting(event.obj):
             self.protection.release(event.obj.metadata.name)
         self._protection_changed = self.protection.observe(self.clusters.list())

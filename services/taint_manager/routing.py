@@ -4,40 +4,45 @@ a cluster fans out to its bindings, of the informer caches."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypeVar
 
-from flotilla.api.bindings import binding_key
+from google.protobuf.message import Message
+
+from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
 from flotilla.api.taints import EFFECT_NO_EXECUTE
+from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys, WatchEvent
 from flotilla.store.informer import EventType, Informer
 from services.taint_manager.evictor import EvictorState
 
 CLUSTER_INDEX = "cluster"
 
+M = TypeVar("M", bound=Message)
 
-def needs_no_evicting(cluster: Any) -> bool:
+
+def needs_no_evicting(cluster: cluster_pb2.Cluster) -> bool:
     return is_true(cluster.status.conditions, "Ready") and not any(
         t.effect == EFFECT_NO_EXECUTE for t in cluster.spec.taints)
 
 
-def index_by_cluster(binding: Any) -> list[str]:
+def index_by_cluster(binding: Binding) -> list[str]:
     return [t.name for t in binding.spec.clusters]
 
 
-def not_deleted(event: WatchEvent[Any]) -> bool:
+def not_deleted(event: WatchEvent[M]) -> bool:
     return event.type is not EventType.DELETED
 
 
-def cluster_name(event: WatchEvent[Any]) -> list[str]:
+def cluster_name(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
     return [event.obj.metadata.name]
 
 
-def bindings_on_cluster(bindings: Mapping[str, Informer]) -> ToKeys[Any]:
+def bindings_on_cluster(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[cluster_pb2.Cluster]:
     """The evictor's keys of every binding placed on the event's cluster."""
 
-    def to_keys(event: WatchEvent[Any]) -> Iterable[str]:
+    def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> Iterable[str]:
         name = event.obj.metadata.name
         return [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
                 for kind, informer in bindings.items() for b in informer.by_index(CLUSTER_INDEX, name)]
@@ -45,14 +50,14 @@ def bindings_on_cluster(bindings: Mapping[str, Informer]) -> ToKeys[Any]:
     return to_keys
 
 
-def every_cluster(clusters: Informer) -> ToKeys[Any]:
+def every_cluster(clusters: Informer[cluster_pb2.Cluster]) -> ToKeys[policy_pb2.ClusterTaintPolicy]:
     """A taint policy may match any cluster."""
     return lambda _: [c.metadata.name for c in clusters.list()]
 
 
-def binding(kind: str) -> ToKeys[Any]:
+def binding(kind: str) -> ToKeys[Binding]:
     return lambda event: [binding_key(kind, object_key(event.obj.metadata.namespace, event.obj.metadata.name))]
 
 
-def held_evictions(state: EvictorState) -> ToKeys[Any]:
+def held_evictions(state: EvictorState) -> ToKeys[cluster_pb2.Cluster]:
     return lambda _: list(state.held)
