@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from flotilla.api.conditions import FALSE, TRUE, UNKNOWN, get_condition
 from flotilla.api.taints import (
@@ -20,7 +21,7 @@ from flotilla.api.taints import (
     TAINT_CLUSTER_TERMINATING,
     TAINT_CLUSTER_UNREACHABLE,
 )
-from flotilla.api.v1 import cluster_pb2
+from flotilla.api.v1 import cluster_pb2, meta_pb2
 
 TaintId = tuple[str, str]  # (key, effect)
 
@@ -69,7 +70,7 @@ def plan_condition_taints(
     return TaintPlan(frozenset(add), frozenset(remove - add), recheck)
 
 
-def apply_plan(taints: Any, plan: TaintPlan, now: datetime) -> bool:
+def apply_plan(taints: RepeatedCompositeFieldContainer[meta_pb2.Taint], plan: TaintPlan, now: datetime) -> bool:
     """Edit a repeated Taint field in place, keeping others' taints and existing timeAdded.
 
     Returns whether anything changed.

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 from flotilla.api.selectors import cluster_affinity_matches
-from flotilla.api.v1 import cluster_pb2, policy_pb2
+from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2
 
 
 def conditions_match(conditions: Sequence[policy_pb2.MatchCondition], cluster: cluster_pb2.Cluster) -> bool:
@@ -42,7 +43,8 @@ def ordered(policies: Iterable[policy_pb2.ClusterTaintPolicy]) -> list[policy_pb
 
 
 def apply_policies(
-    taints: Any, cluster: cluster_pb2.Cluster, policies: Iterable[policy_pb2.ClusterTaintPolicy], now: datetime
+    taints: RepeatedCompositeFieldContainer[meta_pb2.Taint], cluster: cluster_pb2.Cluster,
+    policies: Iterable[policy_pb2.ClusterTaintPolicy], now: datetime,
 ) -> bool:
     """Edit the repeated Taint field in place; returns whether anything changed."""
     changed = False
