@@ -14,7 +14,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.scheduler.framework import Framework
 from flotilla.store import Store
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
-from tests.integration.scheduler_support import Bindings, cluster, placed
+from tests.scheduler_support import Bindings, cluster, placed
 
 pytestmark = pytest.mark.integration
 
