@@ -20,7 +20,7 @@ from flotilla.store import Store
 from flotilla.store.informer import Informer
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from tests.factories import EXAMPLES_DIR
-from tests.integration.test_taint_manager_timeline import Watch
+from tests.watching import Watch
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from flotilla.store import Store
 from flotilla.store.informer import EventType
 from services.executor.controllers import ExecutorControllers
 from tests.integration.test_executor_binding_flow import schedule, watching
-from tests.integration.test_taint_manager_timeline import Watch
+from tests.watching import Watch
 
 pytestmark = pytest.mark.integration
 
