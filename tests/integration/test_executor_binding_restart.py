@@ -17,7 +17,7 @@ from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
 from flotilla.store.informer import EventType
 from services.executor.controllers import ExecutorControllers
-from tests.integration.test_executor_binding_flow import schedule, watching
+from tests.unit.test_executor_binding_flow_memory import schedule, watching
 from tests.watching import Watch
 
 pytestmark = pytest.mark.integration
