@@ -29,7 +29,7 @@ CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p-1"}
 async def loop(store: MemoryStore) -> AsyncIterator[SchedulerLoop]:
     events = EventSink(EventRecorder(store, "scheduler"), RealClock(), qps=1000)
     scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
-                              SchedulerOptions(retry_after=0.2, workers=4), events)
+                              SchedulerOptions(retry_after=0.02, workers=4), events)
     task = asyncio.create_task(scheduler.run())
     yield scheduler
     task.cancel()
