@@ -1,22 +1,19 @@
 """A scheduler whose binding watch dies: the Manager reports it NOT_SERVING, restarts the
-informer, reports SERVING again, and bindings created before and after are still scheduled."""
+informer, reports SERVING again, and bindings created before and after are still scheduled.
+On a MemoryStore: the supervision is the Manager's, not etcd's."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-import pytest
-
 from flotilla.api import codec, registry
 from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
 from flotilla.scheduler.framework import Framework
-from flotilla.store import Store
+from flotilla.store import MemoryStore
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
-from tests.integration.scheduler_support import Bindings, cluster, placed
-
-pytestmark = pytest.mark.integration
+from tests.scheduler_support import Bindings, cluster, placed
 
 
 def rb(name: str) -> Any:
@@ -30,9 +27,9 @@ def rb(name: str) -> Any:
     })
 
 
-async def test_a_dead_binding_watch_is_restarted_and_reported(store: Store) -> None:
+async def test_a_dead_binding_watch_is_restarted_and_reported(store: MemoryStore) -> None:
     health: list[str] = []
-    manager = Manager(store, RealClock(), backoff=(0.2, 1.0),
+    manager = Manager(store, RealClock(), backoff=(0.02, 0.1),
                       on_unhealthy=lambda name, err: health.append(f"NOT_SERVING {name} {err}"),
                       on_healthy=lambda: health.append("SERVING"))
     loop = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}), SchedulerOptions(workers=2),

@@ -1,4 +1,4 @@
-"""What the scheduler's integration tests share: clusters to schedule onto, and a live view of
+"""What the scheduler's tests (on etcd and in memory) share: clusters to schedule onto, and a live view of
 bindings to await a state in instead of sleeping."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from flotilla.api import codec
 from flotilla.api.conditions import get_condition
 from flotilla.api.registry import ResourceType
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from tests.cli_runner import flotillactl as run_flotillactl
 
@@ -36,7 +36,7 @@ def cluster(name: str, cpu: str = "8", **labels: str) -> Any:
 class Bindings:
     """A live view of one kind of object (bindings, mostly)."""
 
-    def __init__(self, store: Store, kind: ResourceType) -> None:
+    def __init__(self, store: ObjectStore, kind: ResourceType) -> None:
         self.informer = Informer(store, kind)
         self.changed = asyncio.Condition()
         self.informer.add_handler(self._notify)
