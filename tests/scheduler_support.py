@@ -33,6 +33,18 @@ def cluster(name: str, cpu: str = "8", **labels: str) -> Any:
     })
 
 
+def duplicated_binding(name: str) -> Any:
+    """A claimed ResourceBinding of 2 Duplicated replicas, ready for the scheduler."""
+    return codec.from_dict({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": "default",
+                     "labels": {"propagationpolicy.karmada.io/permanent-id": "p-1"}},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": name},
+                 "replicas": 2, "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+                 "schedulerName": "default-scheduler"},
+    })
+
+
 class Bindings:
     """A live view of one kind of object (bindings, mostly)."""
 

@@ -10,30 +10,18 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from flotilla.api import codec, keys, registry
 from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType
 from services.executor.controllers import ExecutorControllers
-from tests.memory_support import RoundTripStore
 from tests.unit.test_executor_binding_flow_memory import schedule, watching
 from tests.watching import Watch
 
 WORKLOADS = 200
 SENTINEL = "zz-sentinel"
-
-
-@pytest.fixture
-async def store() -> AsyncIterator[MemoryStore]:
-    """On a plain MemoryStore the executor finishes before this test runs again to kill it."""
-    s = RoundTripStore()
-    yield s
-    await s.close()
 
 
 def workload(i: int) -> Any:

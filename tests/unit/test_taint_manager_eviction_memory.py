@@ -6,30 +6,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
-
-import pytest
 
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType, Informer
-from tests.memory_support import RoundTripStore
 from tests.taint_support import make_binding, manager, ready_cluster
 
 # More than on etcd (200): in memory the storm outruns the few loop turns a restart takes.
 BINDINGS = 1000
 SENTINEL = "zz-sentinel"
-
-
-@pytest.fixture
-async def store() -> AsyncIterator[MemoryStore]:
-    """One whose reads and writes yield, so that the restart lands mid-storm: on a plain
-    MemoryStore the first manager evicts all of them before this test runs again."""
-    s = RoundTripStore()
-    yield s
-    await s.close()
 
 
 async def test_storm_is_evicted_once_each_across_a_restart(store: MemoryStore) -> None:
