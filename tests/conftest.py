@@ -1,4 +1,5 @@
-"""Shared fixtures: a real etcd on a free port with its own data dir, and stores on it."""
+"""Shared fixtures: a real etcd on a free port with its own data dir, and stores on it;
+an in-memory store for reconciler tests that do not test etcd itself."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flotilla.store import Store
+from flotilla.store import MemoryStore, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
 from flotilla.store.leader import ELECTION_PREFIX
@@ -53,6 +54,15 @@ async def wipe_objects(store: Store) -> None:
 async def store(etcd: EmbeddedEtcd) -> AsyncIterator[Store]:
     s = await Store.connect(etcd.endpoint)
     await wipe_objects(s)
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+async def memory_store() -> AsyncIterator[MemoryStore]:
+    """A store of this test's own in this process's memory: same CAS, finalizer and watch
+    semantics as `store` (tests/integration/test_store_contract.py), no etcd."""
+    s = MemoryStore()
     yield s
     await s.close()
 

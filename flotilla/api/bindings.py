@@ -16,7 +16,7 @@ Binding = work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding
 
 @dataclass(frozen=True)
 class BindingKind:
-    resource_type: registry.ResourceType
+    resource_type: registry.ResourceType[Binding]
     finalizer: str
     permanent_id_label: str
     name_annotation: str

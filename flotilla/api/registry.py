@@ -30,17 +30,19 @@ class UnknownResourceError(LookupError):
 
 
 M = TypeVar("M", bound=Message)
+# Covariant: a ResourceType[ResourceBinding] is a ResourceType[Binding], as it only hands out its class.
+M_co = TypeVar("M_co", bound=Message, covariant=True)
 
 
 @dataclass(frozen=True)
-class ResourceType(Generic[M]):
+class ResourceType(Generic[M_co]):
     """A kind, typed by its message class so the store returns that class."""
 
     kind: str
     api_version: str
     plural: str
     namespaced: bool
-    message: type[M]
+    message: type[M_co]
     short_names: tuple[str, ...] = ()
     # The etcd key segment: the plural for built-ins, `<plural>.<group>` for templates.
     resource: str = ""

@@ -252,9 +252,11 @@ class Manager:
 
     async def _shutdown(self) -> None:
         # Controllers first, so no reconciler reads an informer that is going away; each
-        # finishes the keys its workers hold.
+        # finishes the keys its workers hold. All queues close at once: stopping them one by
+        # one would let the later ones keep taking new keys while the earlier ones drain.
         for controller in self._controllers.values():
-            await controller.stop()
+            controller.queue.shutdown()
+        await asyncio.gather(*(controller.stop() for controller in self._controllers.values()))
         await _cancel(self._controller_tasks)
         await _cancel(self._runnable_tasks)
         await _cancel(self._informer_tasks)

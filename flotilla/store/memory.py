@@ -80,18 +80,24 @@ class MemoryStore(StoreBase):
             raise StoreError(f"lease {lease:x} not found")
 
     # -- key-value primitives ----------------------------------------------
+    # Each gives other tasks a turn first, as a round trip to etcd does: without it a
+    # controller's workers drain a whole queue in one turn of the loop, and a test cannot
+    # act in the middle of a storm as it would against etcd.
 
     async def _kv_get(self, key: str) -> KeyValue | None:
+        await asyncio.sleep(0)
         self.expire_leases()
         entry = self._data.get(key)
         return None if entry is None else KeyValue(key, entry.value, entry.mod_revision)
 
     async def _kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
+        await asyncio.sleep(0)
         self.expire_leases()
         found = [KeyValue(k, e.value, e.mod_revision) for k, e in sorted(self._data.items()) if k.startswith(prefix)]
         return found, self.revision
 
     async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | None:
+        await asyncio.sleep(0)
         self.expire_leases()
         if key in self._data:
             return None
@@ -99,6 +105,7 @@ class MemoryStore(StoreBase):
         return self._commit([(key, value, lease)])
 
     async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
+        await asyncio.sleep(0)
         self.expire_leases()
         entry = self._data.get(key)
         if entry is None or entry.mod_revision != mod_revision:
@@ -107,6 +114,7 @@ class MemoryStore(StoreBase):
         return self._commit([(key, value, lease)])
 
     async def _kv_delete_if(self, key: str, mod_revision: int) -> bool:
+        await asyncio.sleep(0)
         self.expire_leases()
         entry = self._data.get(key)
         if entry is None or entry.mod_revision != mod_revision:

@@ -19,7 +19,7 @@ from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.conftest import start_service, stop_service
 from tests.factories import EXAMPLES_DIR
-from tests.integration.scheduler_support import Bindings, cluster, flotillactl, placed
+from tests.scheduler_support import Bindings, cluster, flotillactl, placed
 
 pytestmark = pytest.mark.integration
 

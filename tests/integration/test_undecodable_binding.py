@@ -17,8 +17,7 @@ from flotilla.scheduler.framework import Framework
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
-from tests.integration.scheduler_support import Bindings, cluster, placed
-from tests.integration.test_manager_supervision import rb
+from tests.scheduler_support import Bindings, cluster, duplicated_binding, placed
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +35,7 @@ async def test_garbage_under_a_binding_key_does_not_stop_scheduling(store: Store
     SchedulerLoop(store, RealClock(), Framework.build("*", installed={}), SchedulerOptions(workers=2),
                   manager=manager)
     await store.create(cluster("member1"))
-    await store.create(rb("before"))
+    await store.create(duplicated_binding("before"))
     # Present before the first list, and written again while the watch runs.
     await store.client.put(BAD_KEY.encode(), b"\xff\x00 not a protobuf")
     seen_before = undecodable_count()
@@ -45,7 +44,7 @@ async def test_garbage_under_a_binding_key_does_not_stop_scheduling(store: Store
     try:
         await rbs.wait("default/before", placed(("member1", 2)))
         await store.client.put(BAD_KEY.encode(), b"\x0a\xff\xff garbage again")
-        await store.create(rb("after"))
+        await store.create(duplicated_binding("after"))
         await rbs.wait("default/after", placed(("member1", 2)))
 
         async with asyncio.timeout(20):

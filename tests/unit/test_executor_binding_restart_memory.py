@@ -1,6 +1,8 @@
 """200 workloads rolled out while the executor is killed twice — once while it makes bindings,
 once while it makes Works — converge to exactly one binding per workload and one Work per
-workload and cluster, each created once and none deleted."""
+workload and cluster, each created once and none deleted. In memory, on a store whose reads
+and writes yield as round trips to etcd do, so that both kills land mid-rollout. (The executor
+killed mid-rollout on a real etcd: tests/integration/test_executor_rollout_restart.py.)"""
 
 from __future__ import annotations
 
@@ -10,17 +12,13 @@ import time
 from collections import Counter
 from typing import Any
 
-import pytest
-
 from flotilla.api import codec, keys, registry
 from flotilla.runtime.clock import RealClock
-from flotilla.store import Store
+from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType
 from services.executor.controllers import ExecutorControllers
-from tests.integration.test_executor_binding_flow import schedule, watching
-from tests.integration.test_taint_manager_timeline import Watch
-
-pytestmark = pytest.mark.integration
+from tests.unit.test_executor_binding_flow_memory import schedule, watching
+from tests.watching import Watch
 
 WORKLOADS = 200
 SENTINEL = "zz-sentinel"
@@ -48,7 +46,7 @@ def policy() -> Any:
     })
 
 
-async def barrier(store: Store, watch: Watch, rt: registry.ResourceType) -> None:
+async def barrier(store: MemoryStore, watch: Watch, rt: registry.ResourceType) -> None:
     sentinel = rt.message(api_version=rt.api_version, kind=rt.kind)
     sentinel.metadata.name, sentinel.metadata.namespace = SENTINEL, "karmada-es-sentinel"
     await store.create(sentinel)
@@ -60,11 +58,11 @@ async def kill(task: asyncio.Task[None]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
-def start(store: Store) -> asyncio.Task[None]:
+def start(store: MemoryStore) -> asyncio.Task[None]:
     return asyncio.create_task(ExecutorControllers(store, RealClock()).run())
 
 
-async def test_killed_twice_mid_rollout_converges(store: Store) -> None:
+async def test_killed_twice_mid_rollout_converges(store: MemoryStore) -> None:
     await asyncio.gather(*(store.create(workload(i)) for i in range(WORKLOADS)))
     await store.create(policy())
     events: Counter[tuple[str, EventType]] = Counter()

@@ -1,4 +1,4 @@
-"""What the scheduler's integration tests share: clusters to schedule onto, and a live view of
+"""What the scheduler's tests (on etcd and in memory) share: clusters to schedule onto, and a live view of
 bindings to await a state in instead of sleeping."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from flotilla.api import codec
 from flotilla.api.conditions import get_condition
 from flotilla.api.registry import ResourceType
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from tests.cli_runner import flotillactl as run_flotillactl
 
@@ -33,10 +33,22 @@ def cluster(name: str, cpu: str = "8", **labels: str) -> Any:
     })
 
 
+def duplicated_binding(name: str) -> Any:
+    """A claimed ResourceBinding of 2 Duplicated replicas, ready for the scheduler."""
+    return codec.from_dict({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": name, "namespace": "default",
+                     "labels": {"propagationpolicy.karmada.io/permanent-id": "p-1"}},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": name},
+                 "replicas": 2, "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+                 "schedulerName": "default-scheduler"},
+    })
+
+
 class Bindings:
     """A live view of one kind of object (bindings, mostly)."""
 
-    def __init__(self, store: Store, kind: ResourceType) -> None:
+    def __init__(self, store: ObjectStore, kind: ResourceType) -> None:
         self.informer = Informer(store, kind)
         self.changed = asyncio.Condition()
         self.informer.add_handler(self._notify)

@@ -1,6 +1,8 @@
-"""The scheduling loop in-process on a real etcd: ClusterResourceBindings take the same path as
+"""The scheduling loop in-process on a MemoryStore: ClusterResourceBindings take the same path as
 ResourceBindings, "nothing fits" clears the result, capacity shortfalls are retried, cluster
-changes bring Duplicated bindings to new clusters but leave Divided ones where they are."""
+changes bring Duplicated bindings to new clusters but leave Divided ones where they are.
+
+(The scheduler on a real etcd: tests/integration/test_scheduler_service.py.)"""
 
 from __future__ import annotations
 
@@ -14,23 +16,20 @@ from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
 from flotilla.runtime.clock import RealClock
 from flotilla.scheduler.framework import Framework
-from flotilla.store import Store
-from flotilla.store.embedded import EmbeddedEtcd
+from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from services.scheduler.events import EventSink
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
-from tests.integration.scheduler_support import Bindings, cluster, flotillactl, placed, scheduled, targets
-
-pytestmark = pytest.mark.integration
+from tests.scheduler_support import Bindings, cluster, placed, scheduled, targets
 
 CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p-1"}
 
 
 @pytest.fixture
-async def loop(store: Store) -> AsyncIterator[SchedulerLoop]:
+async def loop(store: MemoryStore) -> AsyncIterator[SchedulerLoop]:
     events = EventSink(EventRecorder(store, "scheduler"), RealClock(), qps=1000)
     scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
-                              SchedulerOptions(retry_after=0.2, workers=4), events)
+                              SchedulerOptions(retry_after=0.02, workers=4), events)
     task = asyncio.create_task(scheduler.run())
     yield scheduler
     task.cancel()
@@ -38,7 +37,7 @@ async def loop(store: Store) -> AsyncIterator[SchedulerLoop]:
 
 
 @pytest.fixture
-async def rbs(store: Store) -> AsyncIterator[Bindings]:
+async def rbs(store: MemoryStore) -> AsyncIterator[Bindings]:
     view = Bindings(store, registry.RESOURCE_BINDING)
     task = asyncio.create_task(view.informer.run())
     await view.informer.wait_synced()
@@ -56,7 +55,7 @@ def rb(name: str, placement: dict[str, Any], replicas: int = 2, cpu: str = "1") 
     })
 
 
-async def test_cluster_resource_binding_and_its_events(store: Store, loop: SchedulerLoop) -> None:
+async def test_cluster_resource_binding_and_its_events(store: MemoryStore, loop: SchedulerLoop) -> None:
     await store.create(cluster("member1"))
     await store.create(cluster("member2", env="dev"))
     crbs = Bindings(store, registry.CLUSTER_RESOURCE_BINDING)
@@ -84,7 +83,7 @@ async def test_cluster_resource_binding_and_its_events(store: Store, loop: Sched
             task.cancel()
 
 
-async def test_nothing_fits_clears_the_result(store: Store, loop: SchedulerLoop, rbs: Bindings) -> None:
+async def test_nothing_fits_clears_the_result(store: MemoryStore, loop: SchedulerLoop, rbs: Bindings) -> None:
     await store.create(cluster("member1"))
     await store.create(rb("web", {"clusterAffinity": {"clusterNames": ["member1"]}}))
     await rbs.wait("default/web-deployment", placed(("member1", 2)))
@@ -104,7 +103,7 @@ async def test_nothing_fits_clears_the_result(store: Store, loop: SchedulerLoop,
     assert binding.status.scheduler_observed_generation < binding.metadata.generation
 
 
-async def test_capacity_shortfall_is_retried(store: Store, loop: SchedulerLoop, rbs: Bindings) -> None:
+async def test_capacity_shortfall_is_retried(store: MemoryStore, loop: SchedulerLoop, rbs: Bindings) -> None:
     await store.create(cluster("member1", cpu="3"))
     aggregated = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}
     await store.create(rb("big", aggregated, replicas=4))
@@ -122,7 +121,7 @@ async def test_capacity_shortfall_is_retried(store: Store, loop: SchedulerLoop, 
     await rbs.wait("default/big-deployment", placed(("member1", 4)))
 
 
-async def test_cluster_changes_move_duplicated_bindings_only(store: Store, loop: SchedulerLoop,
+async def test_cluster_changes_move_duplicated_bindings_only(store: MemoryStore, loop: SchedulerLoop,
                                                              rbs: Bindings) -> None:
     await store.create(cluster("member1"))
     await store.create(cluster("member2", env="dev"))
@@ -144,8 +143,3 @@ async def test_cluster_changes_move_duplicated_bindings_only(store: Store, loop:
     assert targets(rbs.informer.get("default/div-deployment")) == [("member1", 2)]
     assert rbs.informer.get("default/div-deployment").metadata.generation == divided.metadata.generation
 
-
-async def test_explain_needs_a_running_scheduler(clean_etcd: EmbeddedEtcd) -> None:
-    code, _, err = await flotillactl(clean_etcd.endpoint, "explain", "rb", "web-deployment")
-    assert code == 1
-    assert err.startswith("error: no scheduler service is registered in etcd")

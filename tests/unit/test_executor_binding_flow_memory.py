@@ -1,6 +1,8 @@
-"""The executor's control-plane side on a real etcd: the seed Deployment and policy become a
+"""The executor's control-plane side on a MemoryStore: the seed Deployment and policy become a
 binding, the binding becomes Works, Work statuses become the binding's and the template's
-status; graceful and Directly eviction tasks; templates and policies going away."""
+status; graceful and Directly eviction tasks; templates and policies going away.
+(The executor on a real etcd: tests/integration/test_executor_execution.py and
+test_executor_rollout_restart.py.)"""
 
 from __future__ import annotations
 
@@ -10,19 +12,15 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
 from flotilla.api import codec, keys, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import Clock, FakeClock, RealClock
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from tests.factories import EXAMPLES_DIR
-from tests.integration.test_taint_manager_timeline import Watch
-
-pytestmark = pytest.mark.integration
+from tests.watching import Watch
 
 POLICY_ID = "2f1c0c1e-5d7e-4d6e-9a51-6b1f3d0c9a77"
 DEPLOYMENT = registry.for_kind("apps/v1", "Deployment")
@@ -38,7 +36,7 @@ def seed() -> tuple[Any, Any]:
 
 
 @contextlib.asynccontextmanager
-async def running(store: Store, clock: Clock | None = None,
+async def running(store: ObjectStore, clock: Clock | None = None,
                   config: ExecutorConfig | None = None) -> AsyncIterator[ExecutorControllers]:
     controllers = ExecutorControllers(store, clock or RealClock(), config)
     task = asyncio.create_task(controllers.run())
@@ -50,7 +48,7 @@ async def running(store: Store, clock: Clock | None = None,
 
 
 @contextlib.asynccontextmanager
-async def watching(store: Store, rt: registry.ResourceType) -> AsyncIterator[Watch]:
+async def watching(store: ObjectStore, rt: registry.ResourceType) -> AsyncIterator[Watch]:
     informer = Informer(store, rt)
     watch = Watch(informer)
     task = asyncio.create_task(informer.run())
@@ -70,7 +68,7 @@ def work_in(watch: Watch, cluster: str, name: str = WORK_NAME) -> work_pb2.Work 
     return watch.informer.get(f"{keys.execution_namespace(cluster)}/{name}")
 
 
-async def schedule(store: Store, namespace: str, name: str, clusters: list[tuple[str, int]],
+async def schedule(store: ObjectStore, namespace: str, name: str, clusters: list[tuple[str, int]],
                    rt: registry.ResourceType = registry.RESOURCE_BINDING) -> None:
     """What the scheduler writes: spec.clusters, then lastScheduledTime."""
 
@@ -87,7 +85,7 @@ async def schedule(store: Store, namespace: str, name: str, clusters: list[tuple
     await store.mutate(rt, namespace, name, observed, status=True)
 
 
-async def report(store: Store, cluster: str, status: dict[str, Any], health: str = "Healthy",
+async def report(store: ObjectStore, cluster: str, status: dict[str, Any], health: str = "Healthy",
                  name: str = WORK_NAME) -> None:
     """What the execution controller writes once the member runs the Deployment."""
 
@@ -108,7 +106,7 @@ def deployment_status(replicas: int) -> dict[str, Any]:
             "readyReplicas": replicas, "availableReplicas": replicas}
 
 
-async def release(store: Store, cluster: str, name: str = WORK_NAME) -> None:
+async def release(store: ObjectStore, cluster: str, name: str = WORK_NAME) -> None:
     """The execution controller letting a deleted Work go."""
 
     def drop(work: work_pb2.Work) -> None:
@@ -117,7 +115,7 @@ async def release(store: Store, cluster: str, name: str = WORK_NAME) -> None:
     await store.mutate(registry.WORK, keys.execution_namespace(cluster), name, drop)
 
 
-async def test_seed_deployment_to_works_and_status_back(store: Store) -> None:
+async def test_seed_deployment_to_works_and_status_back(store: ObjectStore) -> None:
     template, policy = seed()
     await store.create(template)
     await store.create(policy)
@@ -196,7 +194,7 @@ async def test_seed_deployment_to_works_and_status_back(store: Store) -> None:
             for c in ("member1", "member2")))
 
 
-async def test_graceful_task_keeps_its_work_until_removed(store: Store) -> None:
+async def test_graceful_task_keeps_its_work_until_removed(store: ObjectStore) -> None:
     template, policy = seed()
     await store.create(template)
     await store.create(policy)
@@ -227,7 +225,7 @@ async def test_graceful_task_keeps_its_work_until_removed(store: Store) -> None:
         assert work_in(works_, "member2") is not None
 
 
-async def test_directly_task_holds_new_works_until_the_old_one_is_gone(store: Store) -> None:
+async def test_directly_task_holds_new_works_until_the_old_one_is_gone(store: ObjectStore) -> None:
     clock = FakeClock(start=RealClock().now())
     template, policy = seed()
     await store.create(template)
@@ -258,7 +256,7 @@ async def test_directly_task_holds_new_works_until_the_old_one_is_gone(store: St
         assert manifest(work_in(works_, "member3"))["spec"]["replicas"] == 3
 
 
-async def test_template_gone_takes_its_binding_policy_gone_leaves_it_unclaimed(store: Store) -> None:
+async def test_template_gone_takes_its_binding_policy_gone_leaves_it_unclaimed(store: ObjectStore) -> None:
     template, policy = seed()
     other = codec.from_dict({"apiVersion": "apps/v1", "kind": "Deployment",
                              "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
@@ -296,7 +294,7 @@ async def test_template_gone_takes_its_binding_policy_gone_leaves_it_unclaimed(s
                              .get("propagationpolicy.karmada.io/name") == "web-propagation")
 
 
-async def test_cluster_scoped_template_gets_a_cluster_resource_binding(store: Store) -> None:
+async def test_cluster_scoped_template_gets_a_cluster_resource_binding(store: ObjectStore) -> None:
     role = codec.from_dict({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                             "metadata": {"name": "system:reader"},
                             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
@@ -324,7 +322,7 @@ async def test_cluster_scoped_template_gets_a_cluster_resource_binding(store: St
         assert manifest(work)["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
 
 
-async def test_dependencies_follow_the_workload(store: Store) -> None:
+async def test_dependencies_follow_the_workload(store: ObjectStore) -> None:
     template, policy = seed()
     content = json.loads(template.content)
     content["spec"]["template"]["spec"]["volumes"] = [{"name": "conf", "configMap": {"name": "nginx-conf"}}]

@@ -1,38 +1,23 @@
 """A scheduler whose binding watch dies: the Manager reports it NOT_SERVING, restarts the
-informer, reports SERVING again, and bindings created before and after are still scheduled."""
+informer, reports SERVING again, and bindings created before and after are still scheduled.
+On a MemoryStore: the supervision is the Manager's, not etcd's."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-import pytest
-
-from flotilla.api import codec, registry
+from flotilla.api import registry
 from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
 from flotilla.scheduler.framework import Framework
-from flotilla.store import Store
+from flotilla.store import MemoryStore
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
-from tests.integration.scheduler_support import Bindings, cluster, placed
-
-pytestmark = pytest.mark.integration
+from tests.scheduler_support import Bindings, cluster, duplicated_binding, placed
 
 
-def rb(name: str) -> Any:
-    return codec.from_dict({
-        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
-        "metadata": {"name": name, "namespace": "default",
-                     "labels": {"propagationpolicy.karmada.io/permanent-id": "p-1"}},
-        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": name},
-                 "replicas": 2, "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
-                 "schedulerName": "default-scheduler"},
-    })
-
-
-async def test_a_dead_binding_watch_is_restarted_and_reported(store: Store) -> None:
+async def test_a_dead_binding_watch_is_restarted_and_reported(store: MemoryStore) -> None:
     health: list[str] = []
-    manager = Manager(store, RealClock(), backoff=(0.2, 1.0),
+    manager = Manager(store, RealClock(), backoff=(0.02, 0.1),
                       on_unhealthy=lambda name, err: health.append(f"NOT_SERVING {name} {err}"),
                       on_healthy=lambda: health.append("SERVING"))
     loop = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}), SchedulerOptions(workers=2),
@@ -58,7 +43,7 @@ async def test_a_dead_binding_watch_is_restarted_and_reported(store: Store) -> N
     tasks = [asyncio.create_task(rbs.informer.run()), asyncio.create_task(manager.run())]
     try:
         await rbs.informer.wait_synced()
-        await store.create(rb("before"))
+        await store.create(duplicated_binding("before"))
         await rbs.wait("default/before", placed(("member1", 2)))
 
         crash.set()
@@ -66,12 +51,12 @@ async def test_a_dead_binding_watch_is_restarted_and_reported(store: Store) -> N
             while health != ["NOT_SERVING informer/resourcebindings watch handler bug"]:
                 await asyncio.sleep(0.01)
         # Created while nothing watches: the restarted watch resumes from its revision and sees it.
-        await store.create(rb("while-down"))
+        await store.create(duplicated_binding("while-down"))
         async with asyncio.timeout(10):
             while not manager.healthy:
                 await asyncio.sleep(0.01)
         assert health[-1] == "SERVING"
-        await store.create(rb("after"))
+        await store.create(duplicated_binding("after"))
         await rbs.wait("default/while-down", placed(("member1", 2)))
         await rbs.wait("default/after", placed(("member1", 2)))
     finally:
