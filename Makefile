@@ -14,10 +14,12 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" bash scripts/demo.sh
