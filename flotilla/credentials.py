@@ -12,7 +12,7 @@ from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.member import Credentials
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 
 SECRET_TYPE = registry.for_kind("v1", "Secret")
 
@@ -35,7 +35,7 @@ def secret_document(name: str, credentials: Credentials) -> dict[str, Any]:
     }
 
 
-async def load_credentials(store: Store, cluster: cluster_pb2.Cluster) -> Credentials:
+async def load_credentials(store: ObjectStore, cluster: cluster_pb2.Cluster) -> Credentials:
     """The credentials a Cluster points at; a clear error when they are missing."""
     spec = cluster.spec
     if not spec.api_endpoint:

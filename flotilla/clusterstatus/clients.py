@@ -5,11 +5,11 @@ from __future__ import annotations
 from flotilla.api.v1 import cluster_pb2
 from flotilla.credentials import load_credentials
 from flotilla.member import Credentials, MemberClient
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 
 
 class MemberClients:
-    def __init__(self, store: Store, timeout: float) -> None:
+    def __init__(self, store: ObjectStore, timeout: float) -> None:
         self.store = store
         self.timeout = timeout
         self._clients: dict[str, tuple[Credentials, MemberClient]] = {}

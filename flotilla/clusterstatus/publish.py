@@ -15,14 +15,14 @@ from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.clusterstatus.observation import ReadyObservation
 from flotilla.clusterstatus.prober import ClusterProber, StatusUpdate, persisted_ready
 from flotilla.runtime.tracecontext import traceparent
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 
 log = logging.getLogger(__name__)
 
 
 class StatusPublisher:
-    def __init__(self, store: Store, prober: ClusterProber, events: EventRecorder | None = None,
+    def __init__(self, store: ObjectStore, prober: ClusterProber, events: EventRecorder | None = None,
                  tracer: trace.Tracer | None = None) -> None:
         self.store = store
         self.prober = prober

@@ -40,7 +40,8 @@ from flotilla.runtime.workqueue import WorkQueue
 from flotilla.store.base import meta_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import EventType, Informer
-from flotilla.store.objects import ResourceRef, Store, resource_type_of
+from flotilla.store.objects import ResourceRef, resource_type_of
+from flotilla.store.protocol import ObjectStore
 
 __all__ = ["Manager", "Predicate", "ToKeys", "WatchEvent"]
 
@@ -89,7 +90,7 @@ def stand_in(rt: ResourceType[Msg], etcd_key: str) -> Msg:
 class Manager:
     def __init__(
         self,
-        store: Store | None,
+        store: ObjectStore | None,
         clock: Clock,
         *,
         on_unhealthy: Callable[[str, BaseException], Awaitable[None] | None] | None = None,

@@ -141,7 +141,8 @@ def meta_of(obj: Message) -> meta_pb2.ObjectMeta:
     return meta
 
 
-def _copy(obj: M) -> M:
+def copy_of(obj: M) -> M:
+    """A separate copy of a message (an edit to it leaves the original, an informer's, alone)."""
     new = type(obj)()
     new.CopyFrom(obj)
     return new
@@ -275,7 +276,7 @@ class StoreBase(abc.ABC):
         if not rt.namespaced:
             meta.namespace = ""
         key = keys.etcd_key(rt.resource, meta.namespace, meta.name)
-        new = _copy(obj)
+        new = copy_of(obj)
         new_meta = meta_of(new)
         new_meta.uid = new_meta.uid or str(uuid.uuid4())
         new_meta.generation = 1
@@ -319,10 +320,10 @@ class StoreBase(abc.ABC):
         if cur_meta.resource_version != meta.resource_version:
             raise Conflict(conflict_message(rt, meta))
         if status_only:
-            new = _copy(current)
+            new = copy_of(current)
             _copy_status(new, obj)
         else:
-            new = _copy(obj)
+            new = copy_of(obj)
             _copy_status(new, current)
             # Identity and lifecycle fields belong to the server.
             new_meta = meta_of(new)
@@ -408,7 +409,7 @@ class StoreBase(abc.ABC):
         rt = resource_type_of(ref)
         for attempt in range(attempts):
             obj = await self.get(rt, namespace, name)
-            original = _copy(obj)
+            original = copy_of(obj)
             if change(obj) is False:
                 return obj
             try:

@@ -15,14 +15,14 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.member import MemberClient
 from flotilla.runtime.clock import Clock
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from services.executor.lease import LeaseRenewer
 
 log = logging.getLogger(__name__)
 
 
 class PullAgent:
-    def __init__(self, store: Store, clock: Clock, cluster: str, client: MemberClient, prober: ClusterProber,
+    def __init__(self, store: ObjectStore, clock: Clock, cluster: str, client: MemberClient, prober: ClusterProber,
                  publisher: StatusPublisher, lease: LeaseRenewer, frequency: float,
                  lease_fraction: float) -> None:
         self.store = store

@@ -27,7 +27,7 @@ from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, traceparent
-from flotilla.store import AlreadyExists, NotFound, Store, StoreError
+from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import works
@@ -89,7 +89,7 @@ class _Pass:
 class BindingReconciler:
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         clock: Clock,
         works_informer: Informer[work_pb2.Work],
         inject_preserved_labels: bool = False,

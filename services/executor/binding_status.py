@@ -19,7 +19,7 @@ from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.binding_builder import template_content
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.executor import aggregation, works
 from services.executor.binding_controller import BINDING_ID_INDEX, template_type
@@ -46,7 +46,7 @@ def aggregated(binding: Binding) -> bool:
 
 
 class BindingStatusReconciler:
-    def __init__(self, store: Store, clock: Clock, bindings: dict[str, Informer[Binding]],
+    def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]],
                  works_informer: Informer[work_pb2.Work]) -> None:
         self.store = store
         self.clock = clock

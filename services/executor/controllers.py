@@ -28,7 +28,7 @@ from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager, WatchEvent
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import dependencies, policy_match, routing
@@ -71,7 +71,7 @@ class ExecutorConfig:
 
 
 class ExecutorControllers:
-    def __init__(self, store: Store, clock: Clock, config: ExecutorConfig | None = None,
+    def __init__(self, store: ObjectStore, clock: Clock, config: ExecutorConfig | None = None,
                  events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
                  manager: Manager | None = None) -> None:
         self.config = config = config or ExecutorConfig()

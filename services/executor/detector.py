@@ -25,8 +25,6 @@ import uuid
 from dataclasses import dataclass
 from typing import TypeVar
 
-from google.protobuf.message import Message
-
 from flotilla.api import keys, registry, wellknown
 from flotilla.api.bindings import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, Binding, kind_named, parse_binding_key
 from flotilla.api.keys import split_key
@@ -36,7 +34,8 @@ from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.binding_builder import build_binding
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.store import AlreadyExists, Conflict, NotFound, Store
+from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
+from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import dependencies, policy_match, works
@@ -49,7 +48,6 @@ CLAIM_INDEX = "claim"
 DEPENDED_BY_INDEX = "depended-by"
 DEPENDENCIES_INDEX = "dependencies"
 
-M = TypeVar("M", bound=Message)
 P = TypeVar("P", bound=policy_match.Policy)
 
 
@@ -91,12 +89,6 @@ def policy_key(policy: policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagat
 # -- rules on bindings ------------------------------------------------------------------------
 
 
-def _clone(obj: M) -> M:
-    new = type(obj)()
-    new.CopyFrom(obj)
-    return new
-
-
 def binds(binding: Binding, kind: str, namespace: str, name: str) -> bool:
     """Whether the binding is the one of this template (two templates can map to one binding name)."""
     resource = binding.spec.resource
@@ -115,7 +107,7 @@ def merge_binding(existing: Binding, desired: Binding) -> Binding:
     reference and the finalizer. Everything else — the binding's own permanent id, the
     scheduler's result and annotations, eviction tasks, requiredBy, status — is kept. The
     template's resourceVersion is recorded only along with some other change."""
-    merged = _clone(existing)
+    merged = copy_of(existing)
     meta = merged.metadata
     labels, annotations = policy_match.without_claim(meta.labels, meta.annotations)
     labels.update(desired.metadata.labels)
@@ -148,14 +140,14 @@ def merge_binding(existing: Binding, desired: Binding) -> Binding:
         spec.suspension.scheduling = scheduling
     # The template's resourceVersion moves with every status write too: alone, it is no reason
     # for a new binding generation (template changes reach the Works without it).
-    unchanged = _clone(merged)
+    unchanged = copy_of(merged)
     unchanged.spec.resource.resource_version = existing.spec.resource.resource_version
     return unchanged if unchanged == existing else merged
 
 
 def unclaimed(existing: Binding) -> Binding:
     """`existing` with every policy claim taken off (the policy is gone or no longer matches)."""
-    result = _clone(existing)
+    result = copy_of(existing)
     labels, annotations = policy_match.without_claim(existing.metadata.labels, existing.metadata.annotations)
     result.metadata.ClearField("labels")
     result.metadata.labels.update(labels)
@@ -178,7 +170,7 @@ class DetectorConfig:
 class TemplateReconciler:
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         clock: Clock,
         policies: Informer[policy_pb2.PropagationPolicy],
         cluster_policies: Informer[policy_pb2.ClusterPropagationPolicy],
@@ -269,7 +261,7 @@ def _describe(policy: policy_match.Policy) -> str:
 class DependencyReconciler:
     """Karmada's dependencies distributor, for ResourceBindings (dependents are namespaced)."""
 
-    def __init__(self, store: Store, clock: Clock, bindings: Informer[Binding], enabled: bool = True) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, bindings: Informer[Binding], enabled: bool = True) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
@@ -371,7 +363,7 @@ class DependencyReconciler:
 class PolicyFinalizerReconciler:
     """Removes the policy-controller finalizer admission puts on policies, once they are deleting."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
 

@@ -22,7 +22,7 @@ from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.member import MemberClient, MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def _applied_for_generation(work: work_pb2.Work) -> bool:
 
 
 class ExecutionReconciler:
-    def __init__(self, store: Store, clock: Clock, works: Informer[work_pb2.Work],
+    def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool]) -> None:
         self.store = store

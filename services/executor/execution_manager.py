@@ -14,7 +14,7 @@ from flotilla.api.v1 import cluster_pb2, config_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager, WatchEvent
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from services.executor import routing
 from services.executor.execution import Connect, ExecutionReconciler
@@ -22,10 +22,10 @@ from services.executor.work_status import WorkStatusCollector
 
 
 class ExecutionManager:
-    def __init__(self, store: Store, clock: Clock, connect: Connect, serves: Callable[[cluster_pb2.Cluster], bool],
-                 *, only_cluster: str | None = None, status_period: float = 2.0, workers: int = 16,
-                 interpreter_timeout: float = 1.0, events: EventRecorder | None = None,
-                 manager: Manager | None = None) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, connect: Connect,
+                 serves: Callable[[cluster_pb2.Cluster], bool], *, only_cluster: str | None = None,
+                 status_period: float = 2.0, workers: int = 16, interpreter_timeout: float = 1.0,
+                 events: EventRecorder | None = None, manager: Manager | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)
         namespace = execution_namespace(only_cluster) if only_cluster else None
         self.works = manager.informer(registry.WORK, namespace=namespace)

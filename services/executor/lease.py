@@ -12,14 +12,14 @@ from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, coordination_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.runtime.clock import Clock
-from flotilla.store import AlreadyExists, NotFound, Store, StoreError
+from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 
 log = logging.getLogger(__name__)
 LEASE_NAMESPACE = CLUSTER_SECRET_NAMESPACE
 
 
 class LeaseRenewer:
-    def __init__(self, store: Store, clock: Clock, cluster: str, holder: str, duration: float) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, cluster: str, holder: str, duration: float) -> None:
         self.store = store
         self.clock = clock
         self.cluster = cluster

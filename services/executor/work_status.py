@@ -22,7 +22,7 @@ from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor.execution import APPLIED, Connect, manifests
@@ -59,7 +59,7 @@ def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
 
 
 class WorkStatusCollector:
-    def __init__(self, store: Store, clock: Clock, works: Informer[work_pb2.Work],
+    def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool], interpreter: HealthInterpreter,
                  events: EventRecorder | None = None) -> None:

@@ -38,8 +38,8 @@ from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
 from flotilla.scheduler.placement import is_workload
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
-from flotilla.store import Conflict, NotFound, Store
-from flotilla.store.base import object_key_of
+from flotilla.store import Conflict, NotFound, ObjectStore
+from flotilla.store.base import copy_of, object_key_of
 from flotilla.store.events import NORMAL, WARNING
 from flotilla.store.informer import EventType, Informer
 from services.scheduler.events import EventSink
@@ -122,7 +122,7 @@ class BindingScheduler:
 
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         clock: Clock,
         kind: ResourceType[Binding],
         bindings: Informer[Binding],
@@ -241,7 +241,7 @@ class BindingScheduler:
         """spec.clusters and the applied-placement annotation, in one compare-and-swap."""
         if decision.clusters is None:
             return binding
-        updated = _copy(binding)
+        updated = copy_of(binding)
         del updated.spec.clusters[:]
         for name, replicas in decision.clusters:
             updated.spec.clusters.add(name=name, replicas=replicas)
@@ -277,7 +277,7 @@ class BindingScheduler:
             return changed
 
         # Edited on a copy: `current` stays the original the store compares against.
-        updated = _copy(current)
+        updated = copy_of(current)
         if not change(updated):
             return
         try:
@@ -333,12 +333,6 @@ def _news(binding: Binding, decision: core.Decision) -> bool:
     return condition is None or (condition.reason, condition.message) != (decision.outcome.value, decision.message)
 
 
-
-
-def _copy(obj: M) -> M:
-    new = type(obj)()
-    new.CopyFrom(obj)
-    return new
 
 
 def _targets_text(targets: list[tuple[str, int]] | None, separator: str = ", ") -> str:
@@ -400,7 +394,7 @@ class SchedulerLoop:
     """What the leader runs: informers over Clusters and both binding kinds, one controller per
     kind, and the wiring that turns their changes into work."""
 
-    def __init__(self, store: Store, clock: Clock, framework: Framework, options: SchedulerOptions,
+    def __init__(self, store: ObjectStore, clock: Clock, framework: Framework, options: SchedulerOptions,
                  events: EventSink | None = None, tracer: trace.Tracer | None = None,
                  manager: Manager | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)

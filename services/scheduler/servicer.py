@@ -19,7 +19,7 @@ from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.messages import decision_message
 from flotilla.scheduler.need_schedule import handled_by, need_schedule
 from flotilla.scheduler.whatif import what_if
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from services.rpc import abort
 from services.scheduler.reconciler import SchedulerOptions
 
@@ -27,7 +27,7 @@ KINDS: dict[str, ResourceType[Binding]] = {kind.kind: kind.resource_type for kin
 
 
 class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
-    def __init__(self, store: Store, clock: Clock, framework: Framework, options: SchedulerOptions,
+    def __init__(self, store: ObjectStore, clock: Clock, framework: Framework, options: SchedulerOptions,
                  reservations: Callable[[], Reservations] = NoReservations) -> None:
         self.store = store
         self.clock = clock

@@ -14,7 +14,7 @@ from flotilla.api.v1 import cluster_pb2, coordination_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.observation import READY, ReadyObservation
 from flotilla.runtime.clock import Clock
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.status.monitor import Grace, MonitorState, ReadySnapshot, assess
 from services.status.push import is_pull
@@ -38,7 +38,7 @@ def ready_snapshot(cluster: cluster_pb2.Cluster) -> ReadySnapshot | None:
 
 
 class HealthMonitor:
-    def __init__(self, store: Store, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
+    def __init__(self, store: ObjectStore, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
                  leases: Informer[coordination_pb2.Lease], grace: Grace) -> None:
         self.store = store
         self.clock = clock

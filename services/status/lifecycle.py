@@ -19,14 +19,15 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER, CLUSTER_SECRET_NAMESPACE
 from flotilla.credentials import SECRET_TYPE
 from flotilla.runtime.controller import Result
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 
 log = logging.getLogger(__name__)
 
 
 class ClusterLifecycleReconciler:
-    def __init__(self, store: Store, clusters: Informer[cluster_pb2.Cluster], deletion_poll: float = 10.0) -> None:
+    def __init__(self, store: ObjectStore, clusters: Informer[cluster_pb2.Cluster],
+                 deletion_poll: float = 10.0) -> None:
         self.store = store
         self.clusters = clusters
         self.deletion_poll = deletion_poll

@@ -16,7 +16,7 @@ from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.runtime.controller import Result
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 
@@ -30,7 +30,7 @@ def is_pull(cluster: cluster_pb2.Cluster) -> bool:
 class PushStatusReconciler:
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         clusters: Informer[cluster_pb2.Cluster],
         prober: ClusterProber,
         clients: MemberClients,

@@ -15,7 +15,7 @@ from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
@@ -41,7 +41,7 @@ def describe_taints(cluster: cluster_pb2.Cluster) -> str:
 
 
 class ClusterTaintReconciler:
-    def __init__(self, store: Store, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
+    def __init__(self, store: ObjectStore, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
                  policies: Informer[policy_pb2.ClusterTaintPolicy], config: TaintConfig,
                  events: EventRecorder | None = None) -> None:
         self.store = store

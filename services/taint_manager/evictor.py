@@ -22,7 +22,7 @@ from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, traceparent
-from flotilla.store import NotFound, Store
+from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.taint_manager.eviction import (
@@ -74,7 +74,7 @@ class EvictorState:
 class BindingEvictionReconciler:
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         clock: Clock,
         clusters: Informer[cluster_pb2.Cluster],
         bindings: dict[str, Informer[Binding]],

@@ -14,7 +14,7 @@ from flotilla.api.bindings import Binding
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager, WatchEvent
-from flotilla.store import Store
+from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import EventType, Informer
 from services.taint_manager import routing
@@ -24,7 +24,7 @@ from services.taint_manager.protection import EvictionProtection
 
 
 class TaintManager:
-    def __init__(self, store: Store, clock: Clock, protection: EvictionProtection, taint_config: TaintConfig,
+    def __init__(self, store: ObjectStore, clock: Clock, protection: EvictionProtection, taint_config: TaintConfig,
                  evictor_config: EvictorConfig, workers: int = 32, events: EventRecorder | None = None,
                  tracer: trace.Tracer | None = None, state: EvictorState | None = None,
                  manager: Manager | None = None) -> None:

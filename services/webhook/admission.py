@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 from flotilla.api import codec, registry
 from flotilla.api.codec import CodecError, FieldError
 from flotilla.runtime.clock import Clock
-from flotilla.store import Conflict, Store
+from flotilla.store import Conflict, ObjectStore
 from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig, default_object
 from services.webhook.validation import validate_object
@@ -42,7 +42,7 @@ class Outcome:
 
 
 class Admission:
-    def __init__(self, store: Store, clock: Clock, config: AdmissionConfig | None = None) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, config: AdmissionConfig | None = None) -> None:
         self.store = store
         self.clock = clock
         self.config = config or AdmissionConfig()
