@@ -24,7 +24,6 @@ from flotilla.api.bindings import Binding, binding_key, parse_binding_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, traceparent
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
@@ -90,7 +89,6 @@ class BindingReconciler:
     def __init__(
         self,
         store: ObjectStore,
-        clock: Clock,
         works_informer: Informer[work_pb2.Work],
         inject_preserved_labels: bool = False,
         events: EventRecorder | None = None,
@@ -98,7 +96,6 @@ class BindingReconciler:
         directly_requeue: float = DIRECTLY_REQUEUE_SECONDS,
     ) -> None:
         self.store = store
-        self.clock = clock
         self.works = works_informer
         self.inject_preserved_labels = inject_preserved_labels
         self.events = events

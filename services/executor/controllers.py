@@ -97,7 +97,7 @@ class ExecutorControllers:
             store, clock, self.bindings[RB], config.gate("PropagateDeps")), workers=config.workers)
         self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
         self.binding_controller = manager.controller("binding", BindingReconciler(
-            store, clock, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
+            store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
             config.directly_requeue), workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
             store, clock, self.bindings, self.works), workers=config.workers)
