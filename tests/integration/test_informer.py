@@ -5,48 +5,11 @@ values) is in test_store_contract.py; this is what only a real etcd can show."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
-
 from flotilla.api.v1 import cluster_pb2
-from flotilla.store import EventType, Informer, Store
+from flotilla.store import Informer, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.factories import make_cluster
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str, str]] = []
-        self._changed = asyncio.Condition()
-
-    async def __call__(self, kind: EventType, obj: cluster_pb2.Cluster, old: object) -> None:
-        self.seen.append((kind.value, obj.metadata.name, obj.metadata.annotations.get("n", "")))
-        async with self._changed:
-            self._changed.notify_all()
-
-    async def wait_for(self, count: int, timeout: float = 15.0) -> None:
-        async with asyncio.timeout(timeout), self._changed:
-            await self._changed.wait_for(lambda: len(self.seen) >= count)
-
-
-@contextlib.asynccontextmanager
-async def running(informer: Informer) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(informer.run())
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 10)
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
-async def bump(store: Store, name: str, n: int) -> None:
-    def change(obj: cluster_pb2.Cluster) -> None:
-        obj.metadata.annotations["n"] = str(n)
-
-    await store.mutate(cluster_pb2.Cluster, "", name, change)
+from tests.integration.test_store_contract import Recorder, bump, running
 
 
 async def test_every_change_once_in_order_across_etcd_restart(
