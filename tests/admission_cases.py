@@ -619,6 +619,21 @@ INVALID_CASES: list[tuple[str, str, str, str]] = [
         'unsupported value "Never"',
     ),
     (
+        "failback-negative-window",
+        _broken(STATE_PRESERVATION, "      purgeMode: Directly\n",
+                "      purgeMode: Directly\n      failback:\n        enabled: true\n"
+                "        stabilizationWindowSeconds: -5\n"),
+        "spec.failover.cluster.failback.stabilizationWindowSeconds",
+        "must be greater than or equal to 0",
+    ),
+    (
+        "failback-max-concurrent-zero",
+        _broken(STATE_PRESERVATION, "      purgeMode: Directly\n",
+                "      purgeMode: Directly\n      failback:\n        enabled: true\n        maxConcurrent: 0\n"),
+        "spec.failover.cluster.failback.maxConcurrent",
+        "must be greater than or equal to 1",
+    ),
+    (
         "state-preservation-without-json-path",
         _broken(STATE_PRESERVATION, _RULE, _RULE.splitlines(keepends=True)[0]),
         "spec.failover.cluster.statePreservation.rules[0].jsonPath",

@@ -368,3 +368,14 @@ def _contains(stored: Any, written: Any) -> bool:
     if isinstance(written, list):
         return isinstance(stored, list) and all(any(_contains(s, w) for s in stored) for w in written)
     return stored == written
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"enabled": True}, {"enabled": True, "stabilizationWindowSeconds": 600, "maxConcurrent": 1}),
+    ({}, {"enabled": False, "stabilizationWindowSeconds": 600, "maxConcurrent": 1}),
+    ({"enabled": True, "stabilizationWindowSeconds": 30, "maxConcurrent": 5},
+     {"enabled": True, "stabilizationWindowSeconds": 30, "maxConcurrent": 5}),
+])
+def test_failback_defaults(given: dict[str, Any], expected: dict[str, Any]) -> None:
+    obj = defaulted(policy(failover={"cluster": {"purgeMode": "Gracefully", "failback": given}}))
+    assert failover(obj)["cluster"]["failback"] == expected

@@ -233,12 +233,24 @@ class DecisionConditions(_message.Message):
     def __init__(self, toleration_seconds: _Optional[int] = ...) -> None: ...
 
 class ClusterFailoverBehavior(_message.Message):
-    __slots__ = ("purge_mode", "state_preservation")
+    __slots__ = ("purge_mode", "state_preservation", "failback")
     PURGE_MODE_FIELD_NUMBER: _ClassVar[int]
     STATE_PRESERVATION_FIELD_NUMBER: _ClassVar[int]
+    FAILBACK_FIELD_NUMBER: _ClassVar[int]
     purge_mode: str
     state_preservation: StatePreservation
-    def __init__(self, purge_mode: _Optional[str] = ..., state_preservation: _Optional[_Union[StatePreservation, _Mapping]] = ...) -> None: ...
+    failback: Failback
+    def __init__(self, purge_mode: _Optional[str] = ..., state_preservation: _Optional[_Union[StatePreservation, _Mapping]] = ..., failback: _Optional[_Union[Failback, _Mapping]] = ...) -> None: ...
+
+class Failback(_message.Message):
+    __slots__ = ("enabled", "stabilization_window_seconds", "max_concurrent")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    STABILIZATION_WINDOW_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    stabilization_window_seconds: int
+    max_concurrent: int
+    def __init__(self, enabled: _Optional[bool] = ..., stabilization_window_seconds: _Optional[int] = ..., max_concurrent: _Optional[int] = ...) -> None: ...
 
 class StatePreservation(_message.Message):
     __slots__ = ("rules",)

@@ -228,18 +228,50 @@ class EvictionHistoryItem(_message.Message):
     def __init__(self, cluster_name: _Optional[str] = ..., creation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ResourceBindingStatus(_message.Message):
-    __slots__ = ("scheduler_observed_generation", "scheduler_observing_affinity_name", "last_scheduled_time", "conditions", "aggregated_status")
+    __slots__ = ("scheduler_observed_generation", "scheduler_observing_affinity_name", "last_scheduled_time", "conditions", "aggregated_status", "application_unhealthy_since", "failover_history")
     SCHEDULER_OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_OBSERVING_AFFINITY_NAME_FIELD_NUMBER: _ClassVar[int]
     LAST_SCHEDULED_TIME_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATED_STATUS_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_UNHEALTHY_SINCE_FIELD_NUMBER: _ClassVar[int]
+    FAILOVER_HISTORY_FIELD_NUMBER: _ClassVar[int]
     scheduler_observed_generation: int
     scheduler_observing_affinity_name: str
     last_scheduled_time: _timestamp_pb2.Timestamp
     conditions: _containers.RepeatedCompositeFieldContainer[_meta_pb2.Condition]
     aggregated_status: _containers.RepeatedCompositeFieldContainer[AggregatedStatusItem]
-    def __init__(self, scheduler_observed_generation: _Optional[int] = ..., scheduler_observing_affinity_name: _Optional[str] = ..., last_scheduled_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[_meta_pb2.Condition, _Mapping]]] = ..., aggregated_status: _Optional[_Iterable[_Union[AggregatedStatusItem, _Mapping]]] = ...) -> None: ...
+    application_unhealthy_since: _containers.RepeatedCompositeFieldContainer[ClusterTimestamp]
+    failover_history: _containers.RepeatedCompositeFieldContainer[FailoverRecord]
+    def __init__(self, scheduler_observed_generation: _Optional[int] = ..., scheduler_observing_affinity_name: _Optional[str] = ..., last_scheduled_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[_meta_pb2.Condition, _Mapping]]] = ..., aggregated_status: _Optional[_Iterable[_Union[AggregatedStatusItem, _Mapping]]] = ..., application_unhealthy_since: _Optional[_Iterable[_Union[ClusterTimestamp, _Mapping]]] = ..., failover_history: _Optional[_Iterable[_Union[FailoverRecord, _Mapping]]] = ...) -> None: ...
+
+class ClusterTimestamp(_message.Message):
+    __slots__ = ("cluster_name", "time")
+    CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    cluster_name: str
+    time: _timestamp_pb2.Timestamp
+    def __init__(self, cluster_name: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class FailoverRecord(_message.Message):
+    __slots__ = ("time", "from_cluster", "to_clusters", "reason", "producer", "recovered_time", "clusters_before", "failed_back_time")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    FROM_CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    TO_CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_FIELD_NUMBER: _ClassVar[int]
+    RECOVERED_TIME_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERS_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    FAILED_BACK_TIME_FIELD_NUMBER: _ClassVar[int]
+    time: _timestamp_pb2.Timestamp
+    from_cluster: str
+    to_clusters: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    producer: str
+    recovered_time: _timestamp_pb2.Timestamp
+    clusters_before: _containers.RepeatedCompositeFieldContainer[TargetCluster]
+    failed_back_time: _timestamp_pb2.Timestamp
+    def __init__(self, time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., from_cluster: _Optional[str] = ..., to_clusters: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., producer: _Optional[str] = ..., recovered_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., clusters_before: _Optional[_Iterable[_Union[TargetCluster, _Mapping]]] = ..., failed_back_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class AggregatedStatusItem(_message.Message):
     __slots__ = ("cluster_name", "status", "applied", "applied_message", "health", "settled", "creation_timestamp")

@@ -8,6 +8,7 @@ from flotilla.api.codec import FieldError
 from flotilla.api.v1.policy_pb2 import (
     ApplicationFailoverBehavior,
     ClusterFailoverBehavior,
+    Failback,
     PropagationSpec,
     StatePreservation,
 )
@@ -27,6 +28,8 @@ HEALTHY_STATES = ("", "Healthy")
 
 DEFAULT_GRACE_PERIOD_SECONDS = 600
 DEFAULT_DECISION_TOLERATION_SECONDS = 300
+DEFAULT_FAILBACK_STABILIZATION_WINDOW_SECONDS = 600
+DEFAULT_FAILBACK_MAX_CONCURRENT = 1
 
 
 def canonical_purge_mode(mode: str) -> str:
@@ -41,6 +44,17 @@ def default_failover(spec: PropagationSpec) -> None:
         default_application_failover(failover.application)
     if failover.HasField("cluster"):
         failover.cluster.purge_mode = canonical_purge_mode(failover.cluster.purge_mode) or PURGE_GRACEFULLY
+        if failover.cluster.HasField("failback"):
+            default_failback(failover.cluster.failback)
+
+
+def default_failback(failback: Failback) -> None:
+    if not failback.HasField("enabled"):
+        failback.enabled = False
+    if not failback.HasField("stabilization_window_seconds"):
+        failback.stabilization_window_seconds = DEFAULT_FAILBACK_STABILIZATION_WINDOW_SECONDS
+    if not failback.HasField("max_concurrent"):
+        failback.max_concurrent = DEFAULT_FAILBACK_MAX_CONCURRENT
 
 
 def default_application_failover(application: ApplicationFailoverBehavior) -> None:
@@ -111,6 +125,16 @@ def validate_cluster_failover(cluster: ClusterFailoverBehavior, path: str) -> It
     yield from _purge_mode(cluster.purge_mode, CLUSTER_PURGE_MODES, child(path, "purgeMode"))
     if cluster.HasField("state_preservation"):
         yield from validate_state_preservation(cluster.state_preservation, child(path, "statePreservation"))
+    if cluster.HasField("failback"):
+        yield from validate_failback(cluster.failback, child(path, "failback"))
+
+
+def validate_failback(failback: Failback, path: str) -> Iterator[FieldError]:
+    window = failback.stabilization_window_seconds
+    if failback.HasField("stabilization_window_seconds") and window < 0:
+        yield invalid(child(path, "stabilizationWindowSeconds"), window, "must be greater than or equal to 0")
+    if failback.HasField("max_concurrent") and failback.max_concurrent < 1:
+        yield invalid(child(path, "maxConcurrent"), failback.max_concurrent, "must be greater than or equal to 1")
 
 
 def validate_state_preservation(preservation: StatePreservation, path: str) -> Iterator[FieldError]:
