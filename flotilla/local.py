@@ -31,7 +31,7 @@ from flotilla.store import StoreError
 from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
-SERVICES = ["webhook", "status", "taint_manager", "scheduler", "executor"]
+SERVICES = ["webhook", "status", "taint_manager", "scheduler", "eviction", "executor"]
 
 DEFAULT_ETCD_PORT = 2379
 DEFAULT_DATA_DIR = "./.flotilla"

@@ -1,0 +1,142 @@
+"""The graceful eviction controller (docs/karmada-rules.md §9): ages out a binding's
+`spec.gracefulEvictionTasks`, ResourceBindings and ClusterResourceBindings alike.
+
+A pass reads the binding from the informer cache, asks `assessment.assess` which tasks stay,
+and writes at most once: the task list when it changed (a compare-and-swap on the cached
+copy), otherwise the EvictionBlocked condition when that changed. A conflict means a newer
+version is on its way through the informer, which brings the binding back here. It then
+returns when to look again: exactly the next task's deadline, never a polling interval.
+
+Dropping a task is what lets the executor delete the old Work, and with it the member object
+on the failed cluster once that cluster is reachable again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from google.protobuf.message import Message
+from opentelemetry import trace
+from prometheus_client import Counter
+
+from flotilla.api import registry
+from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.conditions import TRUE, get_condition, remove_condition, set_condition
+from flotilla.api.keys import object_key
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import context_from
+from flotilla.store import ObjectStore
+from flotilla.store.base import copy_of
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.eviction.assessment import Assessment, Placement, assess
+
+log = logging.getLogger(__name__)
+
+EVICTION_BLOCKED = "EvictionBlocked"
+NO_PLACEMENT = "NoPlacement"
+EVENT_SUCCEEDED = "EvictWorkloadFromClusterSucceed"
+
+TASKS_DROPPED = Counter("flotilla_eviction_tasks_dropped_total", "Graceful eviction tasks dropped, by why",
+                        ["reason"])
+
+
+@dataclass(frozen=True)
+class GracefulEvictionConfig:
+    # --graceful-eviction-timeout: how long a task without gracePeriodSeconds may live.
+    timeout: timedelta = timedelta(minutes=10)
+
+
+def placement_of(binding: Binding) -> Placement:
+    return Placement(
+        clusters=[t.name for t in binding.spec.clusters],
+        health={item.cluster_name: item.health for item in binding.status.aggregated_status},
+        scheduled=binding.status.scheduler_observed_generation == binding.metadata.generation,
+    )
+
+
+def blocked_message(clusters: tuple[str, ...]) -> str:
+    return (f"the replicas evicted from {', '.join(clusters)} could not be placed on any other cluster; "
+            f"the copy there keeps running until a placement exists")
+
+
+class GracefulEvictionReconciler:
+    def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]],
+                 config: GracefulEvictionConfig | None = None, events: EventRecorder | None = None,
+                 tracer: trace.Tracer | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.bindings = bindings
+        self.config = config or GracefulEvictionConfig()
+        self.events = events
+        self.tracer = tracer or trace.get_tracer("flotilla.eviction")
+
+    async def reconcile(self, key: str) -> Result | None:
+        rt, namespace, name = parse_binding_key(key)
+        binding = self.bindings[rt.kind].get(object_key(namespace, name))
+        if binding is None or binding.metadata.HasField("deletion_timestamp"):
+            return None
+        now = self.clock.now()
+        verdict = assess(binding.spec.graceful_eviction_tasks, now, placement_of(binding), self.config.timeout)
+        if verdict.changed:
+            await self._write_tasks(binding, verdict)
+            # The write comes back through the informer, and the next pass plans from there.
+            return None
+        await self._report_blocked(binding, verdict)
+        if verdict.next_deadline is None:
+            return None
+        return Result(requeue_after=max((verdict.next_deadline - now).total_seconds(), 0.0))
+
+    async def _write_tasks(self, binding: Binding, verdict: Assessment) -> None:
+        updated = copy_of(binding)
+        del updated.spec.graceful_eviction_tasks[:]
+        updated.spec.graceful_eviction_tasks.extend(verdict.keep)
+        key = object_key(binding.metadata.namespace, binding.metadata.name)
+        with self.tracer.start_as_current_span(
+            "binding.graceful_eviction", context=context_from(binding.metadata.annotations),
+            attributes={"flotilla.binding": key, "flotilla.binding.kind": binding.kind,
+                        "flotilla.step": "task-dropped"},
+        ):
+            written = await self.store.update(updated, original=binding)
+        for dropped in verdict.dropped:
+            TASKS_DROPPED.labels(reason=dropped.why.value).inc()
+            cluster = dropped.task.from_cluster
+            log.info("event=drop-eviction-task binding=%s kind=%s cluster=%s reason=%s",
+                     key, binding.kind, cluster, dropped.why.value)
+            message = f"Evict from cluster {cluster} succeed."
+            await self._event(written, message)
+            template = await self._template(binding)
+            if template is not None:
+                await self._event(template, message)
+
+    async def _report_blocked(self, binding: Binding, verdict: Assessment) -> None:
+        updated = copy_of(binding)
+        conditions = updated.status.conditions
+        if verdict.blocked:
+            message = blocked_message(verdict.blocked)
+            changed = set_condition(conditions, EVICTION_BLOCKED, TRUE, NO_PLACEMENT, message, self.clock.now(),
+                                    binding.metadata.generation)
+            if self.events is not None:
+                # Folded by the recorder into one Event with a count.
+                await self.events.warning(binding, EVICTION_BLOCKED, message)
+        else:
+            changed = get_condition(conditions, EVICTION_BLOCKED) is not None and remove_condition(
+                conditions, EVICTION_BLOCKED)
+        if changed:
+            await self.store.update_status(updated, original=binding)
+
+    async def _event(self, obj: Message, message: str) -> None:
+        if self.events is not None:
+            await self.events.normal(obj, EVENT_SUCCEEDED, message)
+
+    async def _template(self, binding: Binding) -> Message | None:
+        resource = binding.spec.resource
+        try:
+            rt = registry.for_kind(resource.api_version, resource.kind)
+        except registry.UnknownResourceError:
+            return None
+        template: Message | None = await self.store.try_get(rt, resource.namespace, resource.name)
+        return template

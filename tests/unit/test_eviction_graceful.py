@@ -1,0 +1,214 @@
+"""The graceful eviction controller running on a MemoryStore and a fake clock: a task is stamped,
+dropped exactly at its deadline (no polling), dropped once the new placement is Healthy, and
+kept with a condition while the evicted replicas have nowhere to go."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+
+from prometheus_client import REGISTRY
+
+from flotilla.api import codec, registry
+from flotilla.api.conditions import get_condition
+from flotilla.api.v1 import core_pb2, work_pb2
+from flotilla.runtime.clock import FakeClock, RealClock
+from flotilla.runtime.manager import WatchEvent
+from flotilla.store import MemoryStore
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import EventType
+from services.eviction.controllers import EvictionControllers
+from services.eviction.graceful import EVICTION_BLOCKED, GracefulEvictionConfig
+from tests.watching import Watch
+
+KEY = "default/nginx-deployment"
+
+
+def deployment() -> object:
+    return codec.from_dict({"apiVersion": "apps/v1", "kind": "Deployment",
+                            "metadata": {"name": "nginx", "namespace": "default"},
+                            "spec": {"replicas": 3}})
+
+
+def binding(clusters: dict[str, int], tasks: list[str], **task_fields: object) -> work_pb2.ResourceBinding:
+    rb = codec.from_dict({
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": "nginx-deployment", "namespace": "default"},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default",
+                              "name": "nginx"},
+                 "replicas": 3,
+                 "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()],
+                 "gracefulEvictionTasks": [{"fromCluster": c, "purgeMode": "Gracefully", "reason": "TaintUntolerated",
+                                            "producer": "TaintManager", **task_fields} for c in tasks]},
+    })
+    assert isinstance(rb, work_pb2.ResourceBinding)
+    return rb
+
+
+async def create_scheduled(store: MemoryStore, rb: work_pb2.ResourceBinding,
+                           health: dict[str, str] | None = None) -> None:
+    """As the scheduler and the executor leave it: scheduled, with the given cluster health."""
+    created = await store.create(rb)
+    await set_status(store, health or {}, generation=created.metadata.generation)
+
+
+async def set_status(store: MemoryStore, health: dict[str, str], generation: int | None = None) -> None:
+    def change(obj: work_pb2.ResourceBinding) -> None:
+        obj.status.scheduler_observed_generation = generation or obj.metadata.generation
+        del obj.status.aggregated_status[:]
+        for cluster, value in health.items():
+            obj.status.aggregated_status.add(cluster_name=cluster, applied=True, health=value)
+
+    await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", change, status=True)
+
+
+def scheduler_catches_up(store: MemoryStore, controllers: EvictionControllers) -> set[asyncio.Task[None]]:
+    """What the scheduler does when a spec change needs no new placement (the eviction
+    controller's own task writes, here): it records the generation as observed."""
+    pending: set[asyncio.Task[None]] = set()
+
+    async def observe() -> None:
+        def change(obj: work_pb2.ResourceBinding) -> bool:
+            if obj.status.scheduler_observed_generation == obj.metadata.generation:
+                return False
+            obj.status.scheduler_observed_generation = obj.metadata.generation
+            return True
+
+        await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", change, status=True)
+
+    def on_change(event: WatchEvent[work_pb2.ResourceBinding]) -> None:
+        if event.type is not EventType.DELETED and event.old is not None and (
+                event.obj.metadata.generation != event.old.metadata.generation):
+            task = asyncio.create_task(observe())
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+
+    controllers.manager.on_event(controllers.bindings["ResourceBinding"], on_change)
+    return pending
+
+
+@contextlib.asynccontextmanager
+async def running(store: MemoryStore, clock: FakeClock | RealClock,
+                  timeout: timedelta = timedelta(minutes=10)) -> AsyncIterator[EvictionControllers]:
+    controllers = EvictionControllers(store, clock, GracefulEvictionConfig(timeout),
+                                      events=EventRecorder(store, "eviction"))
+    scheduler = scheduler_catches_up(store, controllers)
+    task = asyncio.create_task(controllers.run())
+    try:
+        for informer in controllers.bindings.values():
+            await informer.wait_synced()
+        yield controllers
+    finally:
+        task.cancel()
+        await asyncio.gather(task, *scheduler, return_exceptions=True)
+
+
+def current(controllers: EvictionControllers) -> work_pb2.ResourceBinding:
+    rb = controllers.bindings["ResourceBinding"].get(KEY)
+    assert isinstance(rb, work_pb2.ResourceBinding)
+    return rb
+
+
+def tasks_of(controllers: EvictionControllers) -> list[str]:
+    return [t.from_cluster for t in current(controllers).spec.graceful_eviction_tasks]
+
+
+def stamped(controllers: EvictionControllers) -> Callable[[], bool]:
+    return lambda: all(t.HasField("creation_timestamp") for t in current(controllers).spec.graceful_eviction_tasks)
+
+
+async def events(store: MemoryStore, reason: str) -> list[core_pb2.Event]:
+    return [e for e in (await store.list(core_pb2.Event, "default")).items if e.reason == reason]
+
+
+def dropped_count(reason: str) -> float:
+    return REGISTRY.get_sample_value("flotilla_eviction_tasks_dropped_total", {"reason": reason}) or 0
+
+
+async def test_a_task_is_stamped_then_dropped_exactly_at_its_deadline(store: MemoryStore) -> None:
+    clock = FakeClock(start=RealClock().now().replace(microsecond=0))
+    await store.create(deployment())
+    await create_scheduled(store, binding({"member2": 3}, ["member1"]), {"member2": "Unknown"})
+    before = dropped_count("GracePeriodExpired")
+    async with running(store, clock, timeout=timedelta(seconds=300)) as controllers:
+        watch = Watch(controllers.bindings["ResourceBinding"])
+        await watch.until(stamped(controllers))
+        await watch.until(lambda: current(controllers).status.scheduler_observed_generation
+                          == current(controllers).metadata.generation)
+        await clock.advance(0)
+        revision = current(controllers).metadata.resource_version
+        created = current(controllers).spec.graceful_eviction_tasks[0].creation_timestamp.ToDatetime()
+        assert created == clock.now().replace(tzinfo=None)
+        await clock.advance(299.999)
+        # Nothing was written while it waited: it sleeps until the deadline, it does not poll.
+        assert tasks_of(controllers) == ["member1"]
+        assert current(controllers).metadata.resource_version == revision
+        await clock.advance(0.001)
+        await watch.until(lambda: tasks_of(controllers) == [])
+    assert dropped_count("GracePeriodExpired") == before + 1
+    for obj_kind in ("ResourceBinding", "Deployment"):
+        assert [e.message for e in await events(store, "EvictWorkloadFromClusterSucceed")
+                if e.involved_object.kind == obj_kind] == ["Evict from cluster member1 succeed."]
+
+
+async def test_dropped_once_every_new_placement_is_healthy_and_a_restart_keeps_the_clock(
+        store: MemoryStore) -> None:
+    clock = FakeClock(start=RealClock().now().replace(microsecond=0))
+    await store.create(deployment())
+    await create_scheduled(store, binding({"member2": 2, "member3": 1}, ["member1"]),
+                           {"member2": "Healthy", "member3": "Unknown"})
+    async with running(store, clock) as controllers:
+        await Watch(controllers.bindings["ResourceBinding"]).until(stamped(controllers))
+    stamp = (await store.get(registry.RESOURCE_BINDING, "default", "nginx-deployment")
+             ).spec.graceful_eviction_tasks[0].creation_timestamp
+    await clock.advance(60)
+    async with running(store, clock) as controllers:
+        watch = Watch(controllers.bindings["ResourceBinding"])
+        await watch.until(lambda: current(controllers).spec.graceful_eviction_tasks[0].creation_timestamp == stamp)
+        await set_status(store, {"member2": "Healthy", "member3": "Healthy"})
+        await watch.until(lambda: tasks_of(controllers) == [])
+
+
+async def test_nowhere_to_go_keeps_the_only_copy_and_says_why(store: MemoryStore) -> None:
+    clock = FakeClock(start=RealClock().now().replace(microsecond=0))
+    await store.create(deployment())
+    await create_scheduled(store, binding({}, ["member1"]))
+    async with running(store, clock, timeout=timedelta(seconds=30)) as controllers:
+        watch = Watch(controllers.bindings["ResourceBinding"])
+
+        def blocked() -> bool:
+            condition = get_condition(current(controllers).status.conditions, EVICTION_BLOCKED)
+            return condition is not None and condition.status == "True" and condition.reason == "NoPlacement"
+
+        await watch.until(blocked)
+        await clock.advance(3600)
+        assert tasks_of(controllers) == ["member1"]
+        [warning] = await events(store, EVICTION_BLOCKED)
+        assert warning.type == "Warning" and "member1" in warning.message
+
+        # A placement appears and is healthy: the task goes, and so does the condition.
+        def placed(obj: work_pb2.ResourceBinding) -> None:
+            obj.spec.clusters.add(name="member2", replicas=3)
+
+        await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", placed)
+        await set_status(store, {"member2": "Healthy"})
+        await watch.until(lambda: tasks_of(controllers) == [])
+        await watch.until(lambda: get_condition(current(controllers).status.conditions, EVICTION_BLOCKED) is None)
+
+
+async def test_never_waits_for_the_user(store: MemoryStore) -> None:
+    clock = FakeClock(start=RealClock().now().replace(microsecond=0))
+    await create_scheduled(store, binding({"member2": 3}, ["member1"], suppressDeletion=True), {"member2": "Healthy"})
+    async with running(store, clock) as controllers:
+        watch = Watch(controllers.bindings["ResourceBinding"])
+        await watch.until(stamped(controllers))
+        await clock.advance(86_400)
+        assert tasks_of(controllers) == ["member1"]
+
+        def confirm(obj: work_pb2.ResourceBinding) -> None:
+            obj.spec.graceful_eviction_tasks[0].suppress_deletion = False
+
+        await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", confirm)
+        await watch.until(lambda: tasks_of(controllers) == [])
