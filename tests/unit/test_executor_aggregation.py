@@ -10,7 +10,9 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import work_pb2
+from flotilla.interpreter.health import HealthInterpreter
 from services.executor import aggregation
+from services.executor.work_status import manifest_statuses
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 RESOURCE = work_pb2.ObjectReference(api_version="apps/v1", kind="Deployment", namespace="default", name="nginx")
@@ -201,3 +203,20 @@ def test_job_status(members: list[dict[str, Any]], old: dict[str, Any], expected
 def test_dispatched_generations_read_the_work_annotation() -> None:
     found = [work("m1", generation=3), work("m2", generation=None), work("m3", generation=1)]
     assert aggregation.dispatched_generations(found) == {"m1": 3, "m3": 1}
+
+
+@pytest.mark.parametrize(("api_version", "kind"), [("v1", "ConfigMap"), ("v1", "Secret"),
+                                                   ("rbac.authorization.k8s.io/v1", "ClusterRole")])
+def test_objects_without_a_health_signal_are_healthy_once_applied(api_version: str, kind: str) -> None:
+    """Karmada #4951: their graceful eviction tasks must be able to complete."""
+    manifest = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "cfg", "namespace": "default"}}
+    w = work_pb2.Work()
+    w.spec.workload.manifests.append(codec.raw_json(manifest))
+    key = (api_version, kind, "default", "cfg")
+    statuses, missing, errors = manifest_statuses(w, {key: {**manifest, "data": {"a": "b"}}}, HealthInterpreter())
+    assert (missing, errors) == ([], [])
+    applied = work("m1", status={}, health=statuses[0].health,
+                   identity=(statuses[0].identifier.group, kind, "default", "cfg"))
+    resource = work_pb2.ObjectReference(api_version=api_version, kind=kind, namespace="default", name="cfg")
+    [item] = aggregation.status_items([applied], resource, [], NOW)
+    assert (item.applied, item.health) == (True, "Healthy")
