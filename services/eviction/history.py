@@ -14,8 +14,9 @@ times, after any restart, and reach the same history:
    (status.schedulerObservedGeneration == metadata.generation) with a non-empty placement.
 3. A record with destinations and a time gets recovered_time the first time every destination
    reports Healthy in status.aggregatedStatus.
-4. A failback task on a binding whose placement is an open record's clusters_before marks
-   that record (the newest such) failed back.
+4. A binding with failback enabled (or a Failback task) whose placement is an open record's
+   clusters_before again, not its destinations, marks that record (the newest such) failed
+   back. (Failing back onto a superset of the away placement leaves no task behind.)
 5. Only the last MAX_RECORDS records are kept; the oldest go first.
 """
 
@@ -74,9 +75,8 @@ def update_history(history: Sequence[work_pb2.FailoverRecord], spec: work_pb2.Re
                 and all(health.get(c) == HEALTHY for c in record.to_clusters)):
             record.recovered_time.FromDatetime(now)
             recovered.append(record)
-    if any(is_failback(t) for t in spec.graceful_eviction_tasks):
-        returned = next((r for r in reversed(records) if not r.HasField("failed_back_time") and r.to_clusters
-                         and r.clusters_before and _names(r.clusters_before) == set(placement)), None)
+    if spec.failover.cluster.failback.enabled or any(is_failback(t) for t in spec.graceful_eviction_tasks):
+        returned = next((r for r in reversed(records) if _back_home(r, set(placement))), None)
         if returned is not None:
             returned.failed_back_time.FromDatetime(now)
     kept = tuple(records[-MAX_RECORDS:])
@@ -86,6 +86,12 @@ def update_history(history: Sequence[work_pb2.FailoverRecord], spec: work_pb2.Re
 def newest_open(records: Sequence[work_pb2.FailoverRecord]) -> work_pb2.FailoverRecord | None:
     """The newest record not yet failed back."""
     return next((r for r in reversed(records) if not r.HasField("failed_back_time")), None)
+
+
+def _back_home(record: work_pb2.FailoverRecord, placement: set[str]) -> bool:
+    """An open record whose placement before is the binding's placement again."""
+    return (not record.HasField("failed_back_time") and bool(record.to_clusters) and bool(record.clusters_before)
+            and _names(record.clusters_before) == placement != set(record.to_clusters))
 
 
 def _match(records: list[work_pb2.FailoverRecord], task: work_pb2.GracefulEvictionTask) -> bool:

@@ -34,11 +34,13 @@ FAILBACK_ANY = "*"
 
 
 def has_history_work(event: WatchEvent[Binding]) -> bool:
-    """A binding with a failover to record, or a record still to complete."""
+    """A binding with a failover to record, or a record still to complete (or to mark failed back)."""
     obj = event.obj
+    failback = obj.spec.failover.cluster.failback.enabled
     return event.type is not EventType.DELETED and (
         bool(obj.spec.graceful_eviction_tasks)
-        or any(not r.to_clusters or not r.HasField("recovered_time") for r in obj.status.failover_history))
+        or any(not r.to_clusters or not r.HasField("recovered_time") or (failback and not r.HasField(
+            "failed_back_time")) for r in obj.status.failover_history))
 
 
 def index_failback(obj: Binding) -> list[str]:

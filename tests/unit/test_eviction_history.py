@@ -48,6 +48,12 @@ def record(from_cluster: str = "member1", time: datetime | None = T0, to: tuple[
 
 BEFORE = {"member1": 1, "member2": 2}
 
+
+def failback_on(s: work_pb2.ResourceBindingSpec) -> work_pb2.ResourceBindingSpec:
+    s.failover.cluster.failback.enabled = True
+    return s
+
+
 CASES = [
     # (case, history, spec, health, scheduled, expected history, recovered count)
     ("a new unstamped task: a record without time, the placement before it",
@@ -97,6 +103,12 @@ CASES = [
     ("a failback task with the placement elsewhere marks nothing",
      [record(before=BEFORE, to=("member2",), recovered=T0)],
      spec({"member3": 3}, [("member2", 3, None)], producer="Failback"), {}, True,
+     [record(before=BEFORE, to=("member2",), recovered=T0)], 0),
+    ("failback enabled and back home with no task left: failed back",
+     [record(before=BEFORE, to=("member2",), recovered=T0)], failback_on(spec(BEFORE)), {}, True,
+     [record(before=BEFORE, to=("member2",), recovered=T0, failed_back=NOW)], 0),
+    ("failback off and the same placement: not failed back",
+     [record(before=BEFORE, to=("member2",), recovered=T0)], spec(BEFORE), {}, True,
      [record(before=BEFORE, to=("member2",), recovered=T0)], 0),
 ]
 
