@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from flotilla.api import codec
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import core_pb2
+from flotilla.api.v1 import core_pb2, work_pb2
 from flotilla.cli.age import since, since_text
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
@@ -217,6 +218,34 @@ def event_lines(events: Sequence[core_pb2.Event], now: datetime) -> list[str]:
     return lines
 
 
+# -- a binding's failover history --------------------------------------------------------
+
+def _timestamp_text(ts: Timestamp) -> str:
+    return ts.ToDatetime(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def failover_history_lines(records: Sequence[work_pb2.FailoverRecord]) -> list[str]:
+    """status.failoverHistory as a table (Karmada #5251): RECOVERY is eviction → every new
+    placement Healthy, `-` while still recovering."""
+    lines = [
+        "Failover history:",
+        f"{INDENT}TIME\tFROM\tTO\tREASON\tPRODUCER\tRECOVERY",
+        f"{INDENT}----\t----\t--\t------\t--------\t--------",
+    ]
+    for r in records:
+        time = _timestamp_text(r.time) if r.HasField("time") else "-"
+        recovery = "-"
+        if r.HasField("time") and r.HasField("recovered_time"):
+            seconds = (r.recovered_time.ToNanoseconds() - r.time.ToNanoseconds()) / 1e9
+            recovery = f"{seconds:.1f}s"
+        if r.HasField("failed_back_time"):
+            recovery += f" (failed back {_timestamp_text(r.failed_back_time)})"
+        cells = [time, r.from_cluster or "-", ",".join(r.to_clusters) or "-", r.reason or "-", r.producer or "-",
+                 recovery]
+        lines.append(INDENT + "\t".join(cells))
+    return lines
+
+
 # -- the whole text ------------------------------------------------------------------
 
 
@@ -236,12 +265,19 @@ def describe(rt: ResourceType[M], obj: M, events: Sequence[core_pb2.Event], now:
         _hide_secret_values(body)
     status = body.get("status")
     conditions = status.pop("conditions", None) if isinstance(status, dict) else None
+    history: Sequence[work_pb2.FailoverRecord] = ()
+    if isinstance(obj, work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding):
+        history = obj.status.failover_history
+    if history and isinstance(status, dict):
+        status.pop("failoverHistory", None)
     if status == {}:
         # Only conditions: they get their own table below.
         del body["status"]
     lines += field_lines(body, 0)
     if conditions:
         lines += condition_lines(conditions, now)
+    if history:
+        lines += failover_history_lines(history)
     lines += event_lines(events, now)
     return tabwrite(lines)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
-from flotilla.api import bindings
+from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager
@@ -16,7 +16,9 @@ from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.eviction import routing
+from services.eviction.failback_controller import FailbackReconciler
 from services.eviction.graceful import GracefulEvictionConfig, GracefulEvictionReconciler
+from services.eviction.history_controller import FailoverHistoryReconciler
 
 
 class EvictionControllers:
@@ -30,6 +32,25 @@ class EvictionControllers:
             store, clock, self.bindings, graceful, events, tracer), workers=workers)
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
+        self._add_history_and_failback(store, clock, workers, events)
+
+    def _add_history_and_failback(self, store: ObjectStore, clock: Clock, workers: int,
+                                  events: EventRecorder | None) -> None:
+        """status.failoverHistory, and failback (one worker: the fleet-wide limit is counted in it)."""
+        manager = self.manager
+        self.clusters = manager.informer(registry.CLUSTER)
+        self.history = manager.controller("failover-history", FailoverHistoryReconciler(
+            store, clock, self.bindings), workers=workers)
+        self.failback = manager.controller("failback", FailbackReconciler(
+            store, clock, self.bindings, self.clusters, events), workers=1)
+        for kind, informer in self.bindings.items():
+            informer.add_indexer(routing.FAILBACK_INDEX, routing.index_failback)
+            manager.watch(informer, routing.binding(kind), self.history, predicate=routing.has_history_work)
+            manager.watch(informer, routing.binding(kind), self.failback, predicate=routing.failback_enabled)
+            manager.watch(informer, routing.failback_waiting(self.bindings), self.failback,
+                          predicate=routing.failback_slot_freed)
+        manager.watch(self.clusters, routing.failback_homes(self.bindings), self.failback,
+                      predicate=routing.ready_changed)
 
     async def run(self) -> None:
         """Until cancelled."""

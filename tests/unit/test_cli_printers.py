@@ -551,3 +551,46 @@ spec:
     out = describe(registry.RESOURCE_INTERPRETER_CUSTOMIZATION, ric, [], NOW).splitlines()
     at = out.index("      Lua Script:")
     assert out[at + 1 : at + 4] == ["        function InterpretHealth(obj)", "          return true", "        end"]
+
+
+@pytest.mark.parametrize("kind", ["rb", "crb"])
+def test_describe_binding_shows_its_failover_history(kind: str) -> None:
+    namespace = "  namespace: default\n" if kind == "rb" else ""
+    binding = load(f"""
+apiVersion: work.karmada.io/v1alpha2
+kind: {"ResourceBinding" if kind == "rb" else "ClusterResourceBinding"}
+metadata:
+  name: nginx-deployment
+{namespace}spec:
+  resource: {{apiVersion: apps/v1, kind: Deployment, name: nginx}}
+  clusters: [{{name: member1, replicas: 3}}]
+status:
+  failoverHistory:
+  - {{time: "2026-03-01T11:00:00Z", fromCluster: member1, toClusters: [member2], reason: TaintUntolerated,
+      producer: TaintManager, recoveredTime: "2026-03-01T11:00:12.300Z",
+      clustersBefore: [{{name: member1, replicas: 3}}], failedBackTime: "2026-03-01T11:30:00Z"}}
+  - {{time: "2026-03-01T11:50:00Z", fromCluster: member1, toClusters: [member2, member3],
+      reason: ApplicationFailure, producer: ApplicationFailover}}
+""")
+    out = describe(registry.lookup(kind), binding, [], NOW).splitlines()
+    start = out.index("Failover history:")
+    assert [line.split() for line in out[start + 1:start + 5]] == [
+        ["TIME", "FROM", "TO", "REASON", "PRODUCER", "RECOVERY"],
+        ["----", "----", "--", "------", "--------", "--------"],
+        ["2026-03-01T11:00:00Z", "member1", "member2", "TaintUntolerated", "TaintManager", "12.3s", "(failed",
+         "back", "2026-03-01T11:30:00Z)"],
+        ["2026-03-01T11:50:00Z", "member1", "member2,member3", "ApplicationFailure", "ApplicationFailover", "-"],
+    ]
+    # The table replaces the generic field dump.
+    assert not any("Failover History" in line for line in out)
+    assert out[-1].split() == ["Events:", "<none>"]
+
+
+def test_describe_binding_without_history_has_no_table() -> None:
+    binding = load("""
+apiVersion: work.karmada.io/v1alpha2
+kind: ResourceBinding
+metadata: {name: nginx-deployment, namespace: default}
+spec: {resource: {apiVersion: apps/v1, kind: Deployment, name: nginx}}
+""")
+    assert "Failover history:" not in describe(registry.lookup("rb"), binding, [], NOW)
