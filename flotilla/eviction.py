@@ -1,20 +1,28 @@
 """GracefulEvictCluster (docs/karmada-rules.md §7.1) and the state a stateful failover carries over (§12.3).
 
-Pure edits of a binding spec; the reconciler makes them in one compare-and-swap.
+Pure edits of a binding spec; the reconciler makes them in one compare-and-swap. Shared by the
+taint manager (cluster failover) and the eviction service (application failover).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from flotilla.api.bindings import Binding
-from flotilla.api.v1 import work_pb2
+from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.jsonpath_template import extract
 
 PRODUCER = "TaintManager"
 REASON = "TaintUntolerated"
-GRACEFULLY, DIRECTLY = "Gracefully", "Directly"
+GRACEFULLY, DIRECTLY, NEVER = "Gracefully", "Directly", "Never"
+# Karmada <= v1.18 spellings, still accepted.
+DEPRECATED_PURGE_MODES = {"Immediately": DIRECTLY, "Graciously": GRACEFULLY}
+
+
+def canonical_purge_mode(mode: str) -> str:
+    return DEPRECATED_PURGE_MODES.get(mode, mode)
 
 
 class StateNotCollected(Exception):
@@ -44,7 +52,11 @@ def preserved_state(binding: Binding, cluster: str) -> dict[str, str]:
     spec = binding.spec
     if not (spec.HasField("failover") and spec.failover.HasField("cluster")):
         return {}
-    rules = spec.failover.cluster.state_preservation.rules
+    return extract_state(binding, cluster, spec.failover.cluster.state_preservation.rules)
+
+
+def extract_state(binding: Binding, cluster: str, rules: Sequence[policy_pb2.StatePreservationRule]) -> dict[str, str]:
+    """Each rule's JSONPath over `cluster`'s collected status, under its alias label name."""
     if not rules:
         return {}
     item = next((a for a in binding.status.aggregated_status if a.cluster_name == cluster), None)
