@@ -36,6 +36,7 @@ class EvictionOptions:
     message: str = ""
     producer: str = PRODUCER
     grace_period_seconds: int | None = None
+    suppress_deletion: bool | None = None
     preserved_label_state: dict[str, str] = field(default_factory=dict)
     clusters_before_failover: tuple[str, ...] = ()
 
@@ -88,6 +89,8 @@ def graceful_evict_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str, opt
         task.replicas = replicas
     if options.grace_period_seconds is not None:
         task.grace_period_seconds = options.grace_period_seconds
+    if options.suppress_deletion is not None:
+        task.suppress_deletion = options.suppress_deletion
     task.preserved_label_state.update(options.preserved_label_state)
     task.clusters_before_failover.extend(options.clusters_before_failover)
     return True
