@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
-from flotilla.api import bindings
+from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager
@@ -16,13 +16,14 @@ from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.eviction import routing
+from services.eviction.app_failover import ApplicationFailoverConfig, ApplicationFailoverReconciler
 from services.eviction.graceful import GracefulEvictionConfig, GracefulEvictionReconciler
 
 
 class EvictionControllers:
     def __init__(self, store: ObjectStore, clock: Clock, graceful: GracefulEvictionConfig | None = None,
                  workers: int = 5, events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
-                 manager: Manager | None = None) -> None:
+                 manager: Manager | None = None, application: ApplicationFailoverConfig | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)
         self.bindings: dict[str, Informer[Binding]] = {
             kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
@@ -30,6 +31,18 @@ class EvictionControllers:
             store, clock, self.bindings, graceful, events, tracer), workers=workers)
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
+        # Application failover (§12.1): binding health and cluster readiness drive its timers.
+        application = application or ApplicationFailoverConfig()
+        if application.enabled:
+            self.clusters = manager.informer(registry.CLUSTER)
+            self.application_failover = manager.controller("application-failover", ApplicationFailoverReconciler(
+                store, clock, self.clusters, self.bindings, application, events, tracer), workers=workers)
+            for kind, informer in self.bindings.items():
+                informer.add_indexer(routing.TARGET_CLUSTER_INDEX, routing.application_failover_clusters)
+                manager.watch(informer, routing.binding(kind), self.application_failover,
+                              predicate=routing.has_application_failover_work)
+            manager.watch(self.clusters, routing.application_failover_bindings(self.bindings),
+                          self.application_failover, predicate=routing.ready_changed)
 
     async def run(self) -> None:
         """Until cancelled."""
