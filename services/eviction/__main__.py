@@ -1,4 +1,4 @@
-"""`python -m services.eviction`: graceful eviction, the second half of every failover."""
+"""`python -m services.eviction`: graceful eviction and application failover, the second half of every failover."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import argparse
 import sys
 from datetime import timedelta
 
-from flotilla.runtime.flags import duration
+from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from services.eviction.app_failover import ApplicationFailoverConfig
+from services.eviction.application import Gates
 from services.eviction.controllers import EvictionControllers
 from services.eviction.graceful import GracefulEvictionConfig
 
@@ -17,6 +19,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long a graceful eviction task without gracePeriodSeconds may live")
     parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=5,
                         help="bindings assessed at once")
+    # The taint manager's gates and defaults (services/taint_manager/__main__.py).
+    parser.add_argument("--feature-gates", type=feature_gates, default={},
+                        help="Failover=true|false,GracefulEviction=true|false,StatefulFailoverInjection=true|false")
+
+
+DEFAULT_GATES = {"Failover": True, "GracefulEviction": True, "StatefulFailoverInjection": False}
+
+
+def application_failover(args: argparse.Namespace) -> ApplicationFailoverConfig:
+    enabled = {**DEFAULT_GATES, **args.feature_gates}
+    return ApplicationFailoverConfig(enabled=enabled["Failover"], gates=Gates(
+        graceful_eviction=enabled["GracefulEviction"], state_preservation=enabled["StatefulFailoverInjection"]))
 
 
 async def lead(ctx: ServiceContext) -> None:
@@ -25,13 +39,14 @@ async def lead(ctx: ServiceContext) -> None:
         ctx.store, ctx.clock,
         GracefulEvictionConfig(timeout=timedelta(seconds=args.graceful_eviction_timeout)),
         workers=args.concurrent_resourcebinding_syncs, events=ctx.events, tracer=ctx.tracer,
-        manager=ctx.manager(),
+        manager=ctx.manager(), application=application_failover(args),
     ).run()
 
 
 SPEC = ServiceSpec(
     name="eviction",
-    description="Flotilla eviction: graceful eviction tasks aged out once the new placement is healthy",
+    description="Flotilla eviction: graceful eviction tasks aged out once the new placement is healthy, "
+                "and application failover",
     add_arguments=add_arguments,
     lead=lead,
 )

@@ -16,6 +16,7 @@ from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.eviction import routing
+from services.eviction.app_failover import ApplicationFailoverConfig, ApplicationFailoverReconciler
 from services.eviction.failback_controller import FailbackReconciler
 from services.eviction.graceful import GracefulEvictionConfig, GracefulEvictionReconciler
 from services.eviction.history_controller import FailoverHistoryReconciler
@@ -24,21 +25,22 @@ from services.eviction.history_controller import FailoverHistoryReconciler
 class EvictionControllers:
     def __init__(self, store: ObjectStore, clock: Clock, graceful: GracefulEvictionConfig | None = None,
                  workers: int = 5, events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
-                 manager: Manager | None = None) -> None:
+                 manager: Manager | None = None, application: ApplicationFailoverConfig | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)
         self.bindings: dict[str, Informer[Binding]] = {
             kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
+        self.clusters = manager.informer(registry.CLUSTER)
         self.graceful = manager.controller("graceful-eviction", GracefulEvictionReconciler(
             store, clock, self.bindings, graceful, events, tracer), workers=workers)
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
+        self._add_application_failover(store, clock, workers, events, tracer, application)
         self._add_history_and_failback(store, clock, workers, events)
 
     def _add_history_and_failback(self, store: ObjectStore, clock: Clock, workers: int,
                                   events: EventRecorder | None) -> None:
         """status.failoverHistory, and failback (one worker: the fleet-wide limit is counted in it)."""
         manager = self.manager
-        self.clusters = manager.informer(registry.CLUSTER)
         self.history = manager.controller("failover-history", FailoverHistoryReconciler(
             store, clock, self.bindings), workers=workers)
         self.failback = manager.controller("failback", FailbackReconciler(
@@ -51,6 +53,22 @@ class EvictionControllers:
                           predicate=routing.failback_slot_freed)
         manager.watch(self.clusters, routing.failback_homes(self.bindings), self.failback,
                       predicate=routing.ready_changed)
+
+    def _add_application_failover(self, store: ObjectStore, clock: Clock, workers: int,
+                                  events: EventRecorder | None, tracer: trace.Tracer | None,
+                                  application: ApplicationFailoverConfig | None) -> None:
+        manager = self.manager
+        # Application failover (docs/karmada-rules.md §12.1): binding health and cluster readiness drive its timers.
+        application = application or ApplicationFailoverConfig()
+        if application.enabled:
+            self.application_failover = manager.controller("application-failover", ApplicationFailoverReconciler(
+                store, clock, self.clusters, self.bindings, application, events, tracer), workers=workers)
+            for kind, informer in self.bindings.items():
+                informer.add_indexer(routing.TARGET_CLUSTER_INDEX, routing.application_failover_clusters)
+                manager.watch(informer, routing.binding(kind), self.application_failover,
+                              predicate=routing.has_application_failover_work)
+            manager.watch(self.clusters, routing.application_failover_bindings(self.bindings),
+                          self.application_failover, predicate=routing.ready_changed)
 
     async def run(self) -> None:
         """Until cancelled."""

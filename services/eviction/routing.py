@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.conditions import get_condition
@@ -86,3 +86,34 @@ def failback_homes(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[cluster_
     return lambda event: [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
                           for kind, informer in bindings.items()
                           for b in informer.by_index(FAILBACK_INDEX, event.obj.metadata.name)]
+
+
+# -- application failover ----------------------------------------------------
+
+TARGET_CLUSTER_INDEX = "application-failover-cluster"
+
+
+def application_failover_clusters(obj: Binding) -> list[str]:
+    """Index: the clusters a binding with application failover is placed on."""
+    if not (obj.spec.HasField("failover") and obj.spec.failover.HasField("application")):
+        return []
+    return [t.name for t in obj.spec.clusters]
+
+
+def has_application_failover_work(event: WatchEvent[Binding]) -> bool:
+    """A binding with application failover, or leftovers of it (timers, eviction history) to clear."""
+    obj = event.obj
+    return event.type is not EventType.DELETED and (
+        (obj.spec.HasField("failover") and obj.spec.failover.HasField("application"))
+        or bool(obj.spec.active_eviction_history) or bool(obj.status.application_unhealthy_since))
+
+
+def application_failover_bindings(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[cluster_pb2.Cluster]:
+    """The keys of every binding with application failover placed on the event's cluster."""
+
+    def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> Iterable[str]:
+        name = event.obj.metadata.name
+        return [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
+                for kind, informer in bindings.items() for b in informer.by_index(TARGET_CLUSTER_INDEX, name)]
+
+    return to_keys

@@ -19,19 +19,19 @@ from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
-from flotilla.runtime.clock import Clock
-from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from, traceparent
-from flotilla.store import NotFound, ObjectStore
-from flotilla.store.events import EventRecorder
-from flotilla.store.informer import Informer
-from services.taint_manager.eviction import (
+from flotilla.eviction import (
     EvictionOptions,
     graceful_evict_cluster,
     preserved_state,
     purge_mode_for,
     remove_cluster,
 )
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import context_from, traceparent
+from flotilla.store import NotFound, ObjectStore
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
 from services.taint_manager.protection import EvictionProtection
 from services.taint_manager.tolerations import LATER, NOW, assess
 

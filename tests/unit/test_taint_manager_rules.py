@@ -9,9 +9,7 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
-from flotilla.runtime.clock import FakeClock
-from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
-from services.taint_manager.eviction import (
+from flotilla.eviction import (
     EvictionOptions,
     StateNotCollected,
     graceful_evict_cluster,
@@ -19,6 +17,8 @@ from services.taint_manager.eviction import (
     purge_mode_for,
     remove_cluster,
 )
+from flotilla.runtime.clock import FakeClock
+from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
 from services.taint_manager.protection import FULL, NORMAL, PARTIAL, EvictionProtection, ProtectionConfig
 from services.taint_manager.taint_policy import apply_policies
 from services.taint_manager.tolerations import LATER, NEVER, NOW, assess

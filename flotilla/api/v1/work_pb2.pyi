@@ -246,12 +246,16 @@ class ResourceBindingStatus(_message.Message):
     def __init__(self, scheduler_observed_generation: _Optional[int] = ..., scheduler_observing_affinity_name: _Optional[str] = ..., last_scheduled_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[_meta_pb2.Condition, _Mapping]]] = ..., aggregated_status: _Optional[_Iterable[_Union[AggregatedStatusItem, _Mapping]]] = ..., application_unhealthy_since: _Optional[_Iterable[_Union[ClusterTimestamp, _Mapping]]] = ..., failover_history: _Optional[_Iterable[_Union[FailoverRecord, _Mapping]]] = ...) -> None: ...
 
 class ClusterTimestamp(_message.Message):
-    __slots__ = ("cluster_name", "time")
+    __slots__ = ("cluster_name", "time", "unknown_since", "unknown_seconds")
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_SECONDS_FIELD_NUMBER: _ClassVar[int]
     cluster_name: str
     time: _timestamp_pb2.Timestamp
-    def __init__(self, cluster_name: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    unknown_since: _timestamp_pb2.Timestamp
+    unknown_seconds: float
+    def __init__(self, cluster_name: _Optional[str] = ..., time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unknown_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unknown_seconds: _Optional[float] = ...) -> None: ...
 
 class FailoverRecord(_message.Message):
     __slots__ = ("time", "from_cluster", "to_clusters", "reason", "producer", "recovered_time", "clusters_before", "failed_back_time")

@@ -1,20 +1,28 @@
 """GracefulEvictCluster (docs/karmada-rules.md §7.1) and the state a stateful failover carries over (§12.3).
 
-Pure edits of a binding spec; the reconciler makes them in one compare-and-swap.
+Pure edits of a binding spec; the reconciler makes them in one compare-and-swap. Shared by the
+taint manager (cluster failover) and the eviction service (application failover).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from flotilla.api.bindings import Binding
-from flotilla.api.v1 import work_pb2
+from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.jsonpath_template import extract
 
 PRODUCER = "TaintManager"
 REASON = "TaintUntolerated"
-GRACEFULLY, DIRECTLY = "Gracefully", "Directly"
+GRACEFULLY, DIRECTLY, NEVER = "Gracefully", "Directly", "Never"
+# Karmada <= v1.18 spellings, still accepted.
+DEPRECATED_PURGE_MODES = {"Immediately": DIRECTLY, "Graciously": GRACEFULLY}
+
+
+def canonical_purge_mode(mode: str) -> str:
+    return DEPRECATED_PURGE_MODES.get(mode, mode)
 
 
 class StateNotCollected(Exception):
@@ -28,6 +36,7 @@ class EvictionOptions:
     message: str = ""
     producer: str = PRODUCER
     grace_period_seconds: int | None = None
+    suppress_deletion: bool | None = None
     preserved_label_state: dict[str, str] = field(default_factory=dict)
     clusters_before_failover: tuple[str, ...] = ()
 
@@ -44,7 +53,11 @@ def preserved_state(binding: Binding, cluster: str) -> dict[str, str]:
     spec = binding.spec
     if not (spec.HasField("failover") and spec.failover.HasField("cluster")):
         return {}
-    rules = spec.failover.cluster.state_preservation.rules
+    return extract_state(binding, cluster, spec.failover.cluster.state_preservation.rules)
+
+
+def extract_state(binding: Binding, cluster: str, rules: Sequence[policy_pb2.StatePreservationRule]) -> dict[str, str]:
+    """Each rule's JSONPath over `cluster`'s collected status, under its alias label name."""
     if not rules:
         return {}
     item = next((a for a in binding.status.aggregated_status if a.cluster_name == cluster), None)
@@ -76,6 +89,8 @@ def graceful_evict_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str, opt
         task.replicas = replicas
     if options.grace_period_seconds is not None:
         task.grace_period_seconds = options.grace_period_seconds
+    if options.suppress_deletion is not None:
+        task.suppress_deletion = options.suppress_deletion
     task.preserved_label_state.update(options.preserved_label_state)
     task.clusters_before_failover.extend(options.clusters_before_failover)
     return True

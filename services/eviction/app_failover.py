@@ -1,0 +1,143 @@
+"""The application failover controller (docs/karmada-rules.md §12.1): evicts a binding from a
+cluster where its application stays Unhealthy while the cluster is Ready. ResourceBindings and
+ClusterResourceBindings alike.
+
+A pass reads the binding from the informer cache and the clusters' readiness from theirs, asks
+`application.decide`, and writes at most once:
+- the spec, when a cluster is evicted or an eviction-history entry is past
+  blockPredecessorSeconds: one compare-and-swap moving the clusters into graceful eviction tasks
+  (producer ApplicationFailover, reason ApplicationFailure) and updating the history;
+- otherwise the status, when the unhealthy-since records changed.
+The other write, if any, is the next pass's: each write comes back through the informer. It
+then returns when to look again: the earliest moment a decision can change by time alone
+(a timer running out, a delay ending, a history entry expiring), never a polling interval.
+
+The unhealthy-since records live in the binding's status, so a restarted controller continues
+each timer where it stood.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+
+from google.protobuf.message import Message
+from opentelemetry import trace
+from prometheus_client import Counter
+
+from flotilla.api import registry
+from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.conditions import is_true
+from flotilla.api.keys import object_key
+from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.eviction import StateNotCollected
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import context_from
+from flotilla.store import ObjectStore
+from flotilla.store.base import copy_of
+from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.eviction.application import Decision, GateDisabled, Gates, decide, evict
+
+log = logging.getLogger(__name__)
+
+EVENT_SUCCEEDED = "EvictWorkloadFromClusterSucceed"
+EVENT_FAILED = "EvictWorkloadFromClusterFailed"
+
+EVICTIONS = Counter("flotilla_application_failover_evictions_total",
+                    "Clusters evicted from bindings by application failover", ["kind"])
+
+
+@dataclass(frozen=True)
+class ApplicationFailoverConfig:
+    enabled: bool = True  # feature gate Failover
+    gates: Gates = field(default_factory=Gates)
+
+
+def ready_clusters(clusters: Informer[cluster_pb2.Cluster], binding: Binding) -> dict[str, bool]:
+    ready = {}
+    for target in binding.spec.clusters:
+        cluster = clusters.get(target.name)
+        ready[target.name] = cluster is not None and is_true(cluster.status.conditions, "Ready")
+    return ready
+
+
+class ApplicationFailoverReconciler:
+    def __init__(self, store: ObjectStore, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
+                 bindings: dict[str, Informer[Binding]], config: ApplicationFailoverConfig | None = None,
+                 events: EventRecorder | None = None, tracer: trace.Tracer | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.clusters = clusters
+        self.bindings = bindings
+        self.config = config or ApplicationFailoverConfig()
+        self.events = events
+        self.tracer = tracer or trace.get_tracer("flotilla.eviction")
+
+    async def reconcile(self, key: str) -> Result | None:
+        rt, namespace, name = parse_binding_key(key)
+        binding = self.bindings[rt.kind].get(object_key(namespace, name))
+        if binding is None or binding.metadata.HasField("deletion_timestamp"):
+            return None
+        now = self.clock.now()
+        decision = decide(binding, ready_clusters(self.clusters, binding), now)
+        if decision.spec_changed:
+            try:
+                spec = evict(binding, decision, now, self.config.gates)
+            except GateDisabled as err:
+                # Nothing moves until the gate is turned on (a restart brings the binding back).
+                await self._warn(binding, decision, str(err))
+                decision = replace(decision, evict=())
+                spec = evict(binding, decision, now, self.config.gates)
+            except StateNotCollected as err:
+                await self._warn(binding, decision, str(err))
+                raise  # retried with backoff; the status arriving brings the binding back sooner
+            if spec != binding.spec:
+                await self._write_spec(binding, spec, decision)
+                return None
+        if decision.records_changed:
+            updated = copy_of(binding)
+            del updated.status.application_unhealthy_since[:]
+            updated.status.application_unhealthy_since.extend(decision.records)
+            await self.store.update_status(updated, original=binding)
+        if decision.requeue_after is None:
+            return None
+        return Result(requeue_after=decision.requeue_after)
+
+    async def _write_spec(self, binding: Binding, spec: work_pb2.ResourceBindingSpec, decision: Decision) -> None:
+        updated = copy_of(binding)
+        updated.spec.CopyFrom(spec)
+        key = object_key(binding.metadata.namespace, binding.metadata.name)
+        with self.tracer.start_as_current_span(
+            "binding.application_failover", context=context_from(binding.metadata.annotations),
+            attributes={"flotilla.binding": key, "flotilla.binding.kind": binding.kind,
+                        "flotilla.step": "evicted" if decision.evict else "history-pruned"},
+        ):
+            written = await self.store.update(updated, original=binding)
+        if not decision.evict:
+            return
+        template = await self._template(binding)
+        for cluster in decision.evict:
+            EVICTIONS.labels(kind=binding.kind).inc()
+            log.info("event=application-failover binding=%s kind=%s cluster=%s", key, binding.kind, cluster)
+            message = f"Application failover: evicted the workload from cluster {cluster}, where it stayed Unhealthy."
+            for obj in (written, template):
+                if obj is not None and self.events is not None:
+                    await self.events.normal(obj, EVENT_SUCCEEDED, message)
+
+    async def _warn(self, binding: Binding, decision: Decision, why: str) -> None:
+        if self.events is None:
+            return
+        for cluster in decision.evict:
+            await self.events.warning(binding, EVENT_FAILED,
+                                      f"Application failover could not evict from cluster {cluster}: {why}")
+
+    async def _template(self, binding: Binding) -> Message | None:
+        resource = binding.spec.resource
+        try:
+            rt = registry.for_kind(resource.api_version, resource.kind)
+        except registry.UnknownResourceError:
+            return None
+        template: Message | None = await self.store.try_get(rt, resource.namespace, resource.name)
+        return template
