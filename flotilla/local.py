@@ -27,6 +27,7 @@ from pathlib import Path
 from flotilla import context as ctx
 from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
+from flotilla.runtime.flags import feature_gates
 from flotilla.store import StoreError
 from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
 
@@ -319,9 +320,18 @@ def down(data_dir: Path) -> int:
     return 0
 
 
+def service_env(profile: str, gates: dict[str, bool]) -> dict[str, str]:
+    """The `FLOTILLA_<FLAG>` values every process gets: the profile's timings, and the feature
+    gates (each service with a `--feature-gates` flag picks the ones it knows)."""
+    env = dict(PROFILES[profile])
+    if gates:
+        env["FLOTILLA_FEATURE_GATES"] = ",".join(f"{k}={str(v).lower()}" for k, v in gates.items())
+    return env
+
+
 def up(args: argparse.Namespace) -> int:
     plane = LocalControlPlane(Path(args.data_dir or DEFAULT_DATA_DIR), args.etcd_endpoints, args.etcd_port, args.detach,
-                              extra_env=PROFILES[args.profile], sim_clusters=args.sim_clusters)
+                              extra_env=service_env(args.profile, args.feature_gates), sim_clusters=args.sim_clusters)
     # Before anything is started, and outside the clean-up below: a plane already running
     # from this directory is not ours to stop.
     plane.ensure_not_running()
@@ -429,6 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="start a simulator with member1..memberN joined (the last in Pull mode when N >= 3)")
     p_up.add_argument("--profile", choices=sorted(PROFILES), default="default",
                       help="timings: Karmada's defaults, or demo (failover within seconds)")
+    p_up.add_argument("--feature-gates", type=feature_gates, default={}, metavar="NAME=BOOL,...",
+                      help="feature gates for every service that has them, e.g. StatefulFailoverInjection=true")
     p_up.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT, metavar="SECONDS",
                       help="how long to wait for every simulated cluster to be Ready (default %(default)gs)")
     p_down = sub.add_parser("down", help="stop what `up --detach` started")

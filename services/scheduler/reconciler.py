@@ -117,6 +117,10 @@ class ClusterView:
         return self._deleting
 
 
+# How soon a binding whose result lost a compare-and-swap is looked at again.
+CONFLICT_REQUEUE_SECONDS = 0.1
+
+
 class BindingScheduler:
     """The reconciler for one binding kind."""
 
@@ -192,7 +196,7 @@ class BindingScheduler:
         span = self._failover_span(binding, trigger)
         try:
             current = await self._write_result(binding, decision, span)
-        except (Conflict, NotFound):
+        except (Conflict, NotFound) as e:
             # Never written: take the holds back and let the newer version be scheduled.
             self._settled.pop(key, None)
             if previous_holds is not None:
@@ -200,7 +204,10 @@ class BindingScheduler:
             if span is not None:
                 span.set_status(trace.StatusCode.ERROR, "binding changed while being scheduled")
                 span.end()
-            return None
+            # The newer version may differ only in status (the executor writes it all the time),
+            # and such a change brings no event past `_needs_look`: look again, on the informer's
+            # newer view, rather than wait for the next spec change.
+            return Result(requeue_after=CONFLICT_REQUEUE_SECONDS) if isinstance(e, Conflict) else None
         if decision.ok:
             self._settled[key] = current.metadata.generation
         try:

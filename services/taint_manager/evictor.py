@@ -140,11 +140,13 @@ class BindingEvictionReconciler:
             spec = binding.spec
             for cluster in clusters:
                 if self.config.graceful_eviction:
+                    state = preserved_state(binding, cluster) if self.config.state_preservation else {}
                     options = EvictionOptions(
                         purge_mode=purge_mode_for(spec, self.config.default_purge_mode),
                         message=f"Evicted from cluster {cluster}: its NoExecute taint is not tolerated",
-                        preserved_label_state=(preserved_state(binding, cluster)
-                                               if self.config.state_preservation else {}),
+                        preserved_label_state=state,
+                        # §12.3: where the workload ran when it failed over; no label goes back there.
+                        clusters_before_failover=tuple(t.name for t in spec.clusters) if state else (),
                     )
                     moved = graceful_evict_cluster(spec, cluster, options)
                 else:
