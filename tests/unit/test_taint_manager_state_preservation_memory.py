@@ -12,6 +12,7 @@ import pytest
 
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
+from flotilla.eviction import StateNotCollected
 from flotilla.runtime.clock import FakeClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import Informer
@@ -92,8 +93,6 @@ async def test_without_the_gate_the_task_keeps_no_state(
 async def test_eviction_waits_for_the_status_to_be_collected(
     store: MemoryStore, informers: tuple[Informer, Informer]
 ) -> None:
-    from services.taint_manager.eviction import StateNotCollected
-
     b = flink_binding("member1", status=None)
     with pytest.raises(StateNotCollected):
         await evict(store, informers, b, gate=True)
