@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2, work_pb2
@@ -39,6 +40,12 @@ class EvictionOptions:
     suppress_deletion: bool | None = None
     preserved_label_state: dict[str, str] = field(default_factory=dict)
     clusters_before_failover: tuple[str, ...] = ()
+    # When the eviction happened: the task's creationTimestamp (else the graceful eviction
+    # controller stamps it when it first sees the task).
+    created: datetime | None = None
+    # The placement before this failover; default: spec.clusters as this eviction finds them
+    # (a caller evicting several clusters at once passes the placement before the first).
+    placement_before: tuple[work_pb2.TargetCluster, ...] = ()
 
 
 def purge_mode_for(spec: work_pb2.ResourceBindingSpec, default_mode: str) -> str:
@@ -78,6 +85,7 @@ def graceful_evict_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str, opt
     if index is None:
         return False
     replicas = spec.clusters[index].replicas
+    before = list(options.placement_before) or [_copy_target(t) for t in spec.clusters]
     del spec.clusters[index]
     if any(task.from_cluster == cluster for task in spec.graceful_eviction_tasks):
         return True
@@ -93,7 +101,21 @@ def graceful_evict_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str, opt
         task.suppress_deletion = options.suppress_deletion
     task.preserved_label_state.update(options.preserved_label_state)
     task.clusters_before_failover.extend(options.clusters_before_failover)
+    task.placement_before.extend(before)
+    if options.created is not None:
+        task.creation_timestamp.FromDatetime(options.created)
     return True
+
+
+def placement_of(spec: work_pb2.ResourceBindingSpec) -> tuple[work_pb2.TargetCluster, ...]:
+    """A copy of spec.clusters, to pass as EvictionOptions.placement_before."""
+    return tuple(_copy_target(t) for t in spec.clusters)
+
+
+def _copy_target(target: work_pb2.TargetCluster) -> work_pb2.TargetCluster:
+    copied = work_pb2.TargetCluster()
+    copied.CopyFrom(target)
+    return copied
 
 
 def remove_cluster(spec: work_pb2.ResourceBindingSpec, cluster: str) -> bool:

@@ -47,6 +47,7 @@ from flotilla.eviction import (
     canonical_purge_mode,
     extract_state,
     graceful_evict_cluster,
+    placement_of,
 )
 
 HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
@@ -200,6 +201,7 @@ def evict(binding: Binding, decision: Decision, now: datetime, gates: Gates) -> 
     rules: Sequence[policy_pb2.StatePreservationRule] = (
         application.state_preservation.rules if gates.state_preservation else ())
     before = tuple(t.name for t in spec.clusters)
+    placement_before = placement_of(spec)
     toleration = int(toleration_of(application).total_seconds())
     block = block_of(binding)
     for cluster in decision.evict:
@@ -214,6 +216,7 @@ def evict(binding: Binding, decision: Decision, now: datetime, gates: Gates) -> 
             suppress_deletion=True if mode == NEVER else None,
             preserved_label_state=state,
             clusters_before_failover=before if rules else (),
+            created=now, placement_before=placement_before,
         ))
         if block:
             for entry in [h for h in spec.active_eviction_history if h.cluster_name == cluster]:

@@ -7,9 +7,9 @@ times, after any restart, and reach the same history:
    to its record by cluster and creation time; a task not yet stamped matches the record of
    its cluster that has no time yet (and gives it the time once stamped). A task with no
    record gets one: time, from cluster, reason, producer, and the placement before the
-   failover — the binding's clusters plus the evicted ones with the tasks' replicas. That
-   placement is only known while the scheduler has not yet rewritten spec.clusters; a task
-   first seen after that is recorded without it (and can never fail back).
+   failover: the task's placementBefore, which Flotilla's evictions record; for a task
+   without it (written by another tool), the binding's clusters plus the evicted ones with
+   the tasks' replicas, known only while the scheduler has not yet rewritten spec.clusters.
 2. A record without destinations gets the binding's clusters once the scheduler has caught up
    (status.schedulerObservedGeneration == metadata.generation) with a non-empty placement.
 3. A record with destinations and a time gets recovered_time the first time every destination
@@ -59,12 +59,13 @@ def update_history(history: Sequence[work_pb2.FailoverRecord], spec: work_pb2.Re
     records = [_copy(r) for r in history]
     failovers = [t for t in spec.graceful_eviction_tasks if not is_failback(t)]
     new_tasks = [t for t in failovers if not _match(records, t)]
-    before = _clusters_before(spec, new_tasks) if not scheduled else []
+    guessed = _clusters_before(spec, new_tasks) if not scheduled else []
     for task in new_tasks:
         record = work_pb2.FailoverRecord(from_cluster=task.from_cluster, reason=task.reason, producer=task.producer)
         if task.HasField("creation_timestamp"):
             record.time.CopyFrom(task.creation_timestamp)
-        record.clusters_before.extend(before)
+        # Flotilla's evictions record the placement they found on the task itself.
+        record.clusters_before.extend(sorted(task.placement_before, key=lambda t: t.name) or guessed)
         records.append(record)
     placement = [t.name for t in spec.clusters]
     recovered: list[work_pb2.FailoverRecord] = []

@@ -22,6 +22,7 @@ from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.eviction import (
     EvictionOptions,
     graceful_evict_cluster,
+    placement_of,
     preserved_state,
     purge_mode_for,
     remove_cluster,
@@ -138,6 +139,7 @@ class BindingEvictionReconciler:
         def change(binding: Binding) -> bool:
             evicted.clear()
             spec = binding.spec
+            before = placement_of(spec)
             for cluster in clusters:
                 if self.config.graceful_eviction:
                     state = preserved_state(binding, cluster) if self.config.state_preservation else {}
@@ -147,6 +149,7 @@ class BindingEvictionReconciler:
                         preserved_label_state=state,
                         # §12.3: where the workload ran when it failed over; no label goes back there.
                         clusters_before_failover=tuple(t.name for t in spec.clusters) if state else (),
+                        created=now, placement_before=before,
                     )
                     moved = graceful_evict_cluster(spec, cluster, options)
                 else:

@@ -227,7 +227,9 @@ def test_purge_modes_become_task_fields(purge: str, grace: int | None, mode: str
     assert (task.grace_period_seconds if task.HasField("grace_period_seconds") else None) == want_grace
     assert (task.suppress_deletion if task.HasField("suppress_deletion") else None) == suppress
     assert not task.preserved_label_state and not task.clusters_before_failover
-    assert not task.HasField("creation_timestamp")  # the graceful-eviction controller stamps it
+    # Stamped with the eviction's own time, and the placement it found, for the failover history.
+    assert task.creation_timestamp.ToDatetime(tzinfo=UTC) == at(0)
+    assert [(t.name, t.replicas) for t in task.placement_before] == [("member1", 1), ("member2", 1)]
 
 
 @pytest.mark.parametrize("purge", ["Gracefully", "Never"])

@@ -148,3 +148,16 @@ def test_two_clusters_evicted_at_once_share_the_placement_before() -> None:
     update = update_history([], spec({"member3": 1}, [("member1", 1, T0), ("member2", 1, T0)]), {}, False, NOW)
     before = {"member1": 1, "member2": 1, "member3": 1}
     assert list(update.history) == [record(before=before), record(from_cluster="member2", before=before)]
+
+
+def test_the_placement_recorded_on_the_task_wins_over_a_rescheduled_spec() -> None:
+    """The scheduler may already have moved the replicas (member2:3) when the history first
+    sees the task; the task's own placementBefore still says where they were."""
+    s = spec({"member2": 3}, [("member1", 1, T0)])
+    task = s.graceful_eviction_tasks[0]
+    task.placement_before.add(name="member2", replicas=2)
+    task.placement_before.add(name="member1", replicas=1)
+    update = update_history([], s, {}, scheduled=True, now=NOW)
+    [made] = update.history
+    assert [(t.name, t.replicas) for t in made.clusters_before] == [("member1", 1), ("member2", 2)]
+    assert made.time.ToDatetime(tzinfo=UTC) == T0

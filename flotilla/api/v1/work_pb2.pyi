@@ -153,7 +153,7 @@ class TargetCluster(_message.Message):
     def __init__(self, name: _Optional[str] = ..., replicas: _Optional[int] = ..., components: _Optional[_Iterable[_Union[Component, _Mapping]]] = ...) -> None: ...
 
 class GracefulEvictionTask(_message.Message):
-    __slots__ = ("from_cluster", "purge_mode", "replicas", "reason", "message", "producer", "grace_period_seconds", "suppress_deletion", "preserved_label_state", "creation_timestamp", "clusters_before_failover")
+    __slots__ = ("from_cluster", "purge_mode", "replicas", "reason", "message", "producer", "grace_period_seconds", "suppress_deletion", "preserved_label_state", "creation_timestamp", "clusters_before_failover", "placement_before")
     class PreservedLabelStateEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +172,7 @@ class GracefulEvictionTask(_message.Message):
     PRESERVED_LABEL_STATE_FIELD_NUMBER: _ClassVar[int]
     CREATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     CLUSTERS_BEFORE_FAILOVER_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_BEFORE_FIELD_NUMBER: _ClassVar[int]
     from_cluster: str
     purge_mode: str
     replicas: int
@@ -183,7 +184,8 @@ class GracefulEvictionTask(_message.Message):
     preserved_label_state: _containers.ScalarMap[str, str]
     creation_timestamp: _timestamp_pb2.Timestamp
     clusters_before_failover: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, from_cluster: _Optional[str] = ..., purge_mode: _Optional[str] = ..., replicas: _Optional[int] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., producer: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., suppress_deletion: _Optional[bool] = ..., preserved_label_state: _Optional[_Mapping[str, str]] = ..., creation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., clusters_before_failover: _Optional[_Iterable[str]] = ...) -> None: ...
+    placement_before: _containers.RepeatedCompositeFieldContainer[TargetCluster]
+    def __init__(self, from_cluster: _Optional[str] = ..., purge_mode: _Optional[str] = ..., replicas: _Optional[int] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., producer: _Optional[str] = ..., grace_period_seconds: _Optional[int] = ..., suppress_deletion: _Optional[bool] = ..., preserved_label_state: _Optional[_Mapping[str, str]] = ..., creation_timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., clusters_before_failover: _Optional[_Iterable[str]] = ..., placement_before: _Optional[_Iterable[_Union[TargetCluster, _Mapping]]] = ...) -> None: ...
 
 class BindingSnapshot(_message.Message):
     __slots__ = ("namespace", "name", "clusters")
