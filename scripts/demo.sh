@@ -36,7 +36,8 @@ gone_from_member() {
   local out err
   err=$(mktemp)
   out=$(flotillactl member get deployments --clusters "$1" --no-headers 2>"$err") || { rm -f "$err"; return 1; }
-  [[ ! -s $err ]] || { rm -f "$err"; return 1; }
+  # An empty list says "No resources found" on stderr; anything else there is an unreachable member.
+  if grep -qv '^No resources found' "$err"; then rm -f "$err"; return 1; fi
   rm -f "$err"
   ! grep -q '^nginx ' <<<"$out"
 }
