@@ -2,9 +2,13 @@
 
 One code path for both kinds, keyed `Kind:namespace/name`. A pass reads the binding and
 the template from etcd, the binding's Works from the Work informer, and decides with
-`works`: orphans are deleted; with a Directly task whose old Work is still there, nothing
-else happens and the binding is looked at again in 5 s (and as soon as that Work is gone);
-otherwise each target cluster's Work is created or brought up to date, each with one
+`works`: orphans are deleted (a Work deleted for a Directly task is marked so first); while
+a Work of a Directly task is still there, nothing else happens: the binding carries the
+`DirectlyPurgePending` condition naming the clusters it waits for and why, and is looked at
+again as soon as that Work is gone (its deletion event routes here) or, as a safety net,
+after DIRECTLY_REQUEUE_SECONDS. A dead cluster cannot confirm the deletion; unjoining it
+releases the Work (the execution controller lets Works of a terminating cluster go).
+Otherwise each target cluster's Work is created or brought up to date, each with one
 compare-and-swap on a fresh read (the execution controller writes Work status all the time).
 A deleting binding has its Works deleted, then loses its finalizer.
 """
@@ -21,9 +25,11 @@ from opentelemetry import trace
 
 from flotilla.api import bindings, keys, registry, wellknown
 from flotilla.api.bindings import Binding, binding_key, parse_binding_key
+from flotilla.api.conditions import TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
+from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, traceparent
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
@@ -33,8 +39,13 @@ from services.executor import works
 
 log = logging.getLogger(__name__)
 
-# Karmada's hard-coded wait before looking again at a binding held by a Directly task.
-DIRECTLY_REQUEUE_SECONDS = 5.0
+# Karmada polls a binding held by a Directly task every 5 s. Here the old Work's deletion event
+# brings the binding back; this is only a safety net.
+DIRECTLY_REQUEUE_SECONDS = 60.0
+# The binding's condition while its new Works wait for a Directly-purged Work to go.
+DIRECTLY_PURGE_PENDING = "DirectlyPurgePending"
+CLUSTER_NOT_READY = "ClusterNotReady"
+WORK_DELETING = "WorkDeleting"
 
 BINDING_ID_INDEX = "binding-id"
 BINDING_REF_INDEX = "binding-ref"
@@ -94,6 +105,7 @@ class BindingReconciler:
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
         directly_requeue: float = DIRECTLY_REQUEUE_SECONDS,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.works = works_informer
@@ -101,6 +113,7 @@ class BindingReconciler:
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.executor")
         self.directly_requeue = directly_requeue
+        self.clock = clock or RealClock()
 
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
@@ -119,8 +132,10 @@ class BindingReconciler:
             # Admission gives every binding its permanent id; without it its Works could not be found.
             log.warning("event=skip-binding binding=%s reason=NoPermanentID", key)
             return None
-        await self._delete(works.orphan_works(existing, works.expected_clusters(binding.spec)), key)
+        await self._delete(works.orphan_works(existing, works.expected_clusters(binding.spec)), key,
+                           directly=works.directly_clusters(binding.spec))
         blocked = works.directly_blocking(binding.spec, existing)
+        await self._report_pending(rt, binding, blocked)
         if blocked:
             log.info("event=wait-directly-purge binding=%s clusters=%s", key, ",".join(blocked))
             return Result(requeue_after=self.directly_requeue)
@@ -219,14 +234,60 @@ class BindingReconciler:
         if cluster in done.written:
             log.info("event=update-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
 
-    async def _delete(self, doomed: list[work_pb2.Work], key: str) -> None:
+    async def _report_pending(self, rt: ResourceType[Binding], binding: Binding, blocked: list[str]) -> None:
+        """Set the DirectlyPurgePending condition while `blocked` is not empty, remove it after."""
+        if not blocked and get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING) is None:
+            return
+        reason, message = await self._pending_reason(blocked) if blocked else ("", "")
+        now = self.clock.now()
+
+        def change(obj: Binding) -> bool:
+            if not blocked:
+                return remove_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING)
+            return set_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING, TRUE, reason, message, now,
+                                 obj.metadata.generation)
+
+        with contextlib.suppress(NotFound):
+            await self.store.mutate(rt, binding.metadata.namespace, binding.metadata.name, change, status=True)
+
+    async def _pending_reason(self, blocked: list[str]) -> tuple[str, str]:
+        """Why the new Works wait: a cluster that is not Ready cannot confirm the deletion."""
+        unready = []
+        for name in blocked:
+            cluster = await self.store.try_get(registry.CLUSTER, "", name)
+            if (cluster is not None and not cluster.metadata.HasField("deletion_timestamp")
+                    and not is_true(cluster.status.conditions, "Ready")):
+                unready.append(name)
+        waiting = (f"purgeMode Directly: the new Works are created once the old Work in cluster(s) "
+                   f"{', '.join(blocked)} is deleted")
+        if unready:
+            return CLUSTER_NOT_READY, (f"{waiting}; {', '.join(unready)} is not Ready and cannot confirm the "
+                                       f"deletion: it completes when the cluster is back, or once it is unjoined")
+        return WORK_DELETING, f"{waiting}; the member is deleting it"
+
+    async def _delete(self, doomed: list[work_pb2.Work], key: str, directly: set[str] | None = None) -> None:
         for work in doomed:
             if works.is_deleting(work):
                 continue
+            if directly and works.work_cluster(work) in directly:
+                await self._mark_directly(work)
             with contextlib.suppress(NotFound):
                 await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
             log.info("event=delete-work binding=%s cluster=%s work=%s/%s", key, works.work_cluster(work),
                      work.metadata.namespace, work.metadata.name)
+
+    async def _mark_directly(self, work: work_pb2.Work) -> None:
+        """Mark a Work about to be deleted for a Directly task: until it is gone, the binding's new
+        Works wait, even once the task has been dropped."""
+
+        def change(obj: work_pb2.Work) -> bool:
+            if obj.metadata.annotations.get(works.DIRECTLY_PURGE_ANNOTATION) == "true":
+                return False
+            obj.metadata.annotations[works.DIRECTLY_PURGE_ANNOTATION] = "true"
+            return True
+
+        with contextlib.suppress(NotFound):
+            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change)
 
     async def _release(self, rt: ResourceType[Binding], binding: Binding) -> None:
         finalizer = bindings.kind_named(rt.kind).finalizer

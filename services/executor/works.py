@@ -4,7 +4,10 @@
   fromCluster of each graceful eviction task whose purge mode is not Directly (its Work is kept
   until the task is dropped). A Work of the binding anywhere else is an orphan.
 - While a Work still exists (even terminating) in a cluster with a Directly task, the binding's
-  new Works wait: Directly means the old copy is gone before a new one starts.
+  new Works wait: Directly means the old copy is gone before a new one starts. A Work deleted
+  for a Directly task is marked so (DIRECTLY_PURGE_ANNOTATION) before its deletion: it keeps
+  the new Works waiting until it is gone even once the task itself has been dropped (aged out
+  while a dead cluster could not confirm the deletion).
 - One Work per target cluster, `karmada-es-<cluster>/<work name>`, holding the template's
   manifest with server-owned metadata and status removed, the replica count revised to the
   cluster's share (Deployment, ReplicaSet, StatefulSet `spec.replicas`; Job `spec.parallelism`)
@@ -40,6 +43,8 @@ from flotilla.store.base import meta_of
 
 # `Immediately` is the pre-v1.15 spelling of `Directly`.
 DIRECTLY = frozenset({"Directly", "Immediately"})
+# On a Work deleted for a Directly task: the binding's new Works wait until it is gone.
+DIRECTLY_PURGE_ANNOTATION = "flotilla.io/directly-purge"
 DIVIDED = "Divided"
 
 # Template metadata a member must not receive: the server's own fields (by omission below) and
@@ -114,10 +119,22 @@ def orphan_works(works: Iterable[work_pb2.Work], expected: set[str]) -> list[wor
             if (cluster := work_cluster(w)) is not None and cluster not in expected and not is_deleting(w)]
 
 
+def directly_clusters(spec: work_pb2.ResourceBindingSpec) -> set[str]:
+    """The clusters of the binding's Directly tasks."""
+    return {t.from_cluster for t in spec.graceful_eviction_tasks if is_directly(t.purge_mode)}
+
+
+def directly_purged(work: work_pb2.Work) -> bool:
+    """A terminating Work deleted for a Directly task."""
+    return is_deleting(work) and DIRECTLY_PURGE_ANNOTATION in work.metadata.annotations
+
+
 def directly_blocking(spec: work_pb2.ResourceBindingSpec, works: Iterable[work_pb2.Work]) -> list[str]:
-    """Clusters with a Directly task that still hold a Work of the binding (terminating or not)."""
-    directly = {t.from_cluster for t in spec.graceful_eviction_tasks if is_directly(t.purge_mode)}
-    return sorted({c for w in works if (c := work_cluster(w)) in directly})
+    """Clusters with a Directly task that still hold a Work of the binding (terminating or not),
+    and clusters still holding a Work deleted for a Directly task since dropped."""
+    directly = directly_clusters(spec)
+    return sorted({c for w in works
+                   if (c := work_cluster(w)) is not None and (c in directly or directly_purged(w))})
 
 
 def injected_labels(spec: work_pb2.ResourceBindingSpec, cluster: str) -> dict[str, str]:

@@ -18,8 +18,10 @@ from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import Clock, FakeClock, RealClock
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
+from services.executor.binding_controller import DIRECTLY_PURGE_PENDING, DIRECTLY_REQUEUE_SECONDS
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
-from tests.factories import EXAMPLES_DIR
+from services.executor.works import DIRECTLY_PURGE_ANNOTATION
+from tests.factories import EXAMPLES_DIR, make_cluster
 from tests.watching import Watch
 
 POLICY_ID = "2f1c0c1e-5d7e-4d6e-9a51-6b1f3d0c9a77"
@@ -225,11 +227,22 @@ async def test_graceful_task_keeps_its_work_until_removed(store: ObjectStore) ->
         assert work_in(works_, "member2") is not None
 
 
+def pending(binding: Any) -> tuple[str, str, str] | None:
+    condition = get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING)
+    return (condition.status, condition.reason, condition.message) if condition is not None else None
+
+
 async def test_directly_task_holds_new_works_until_the_old_one_is_gone(store: ObjectStore) -> None:
     clock = FakeClock(start=RealClock().now())
     template, policy = seed()
     await store.create(template)
     await store.create(policy)
+    # member1 is dead: it cannot confirm the deletion of its Work.
+    dead = make_cluster("member1")
+    set_condition(dead.status.conditions, "Ready", "False", "ClusterNotReachable", "cluster is not reachable",
+                  clock.now())
+    await store.create(dead)
+    key = "ResourceBinding:default/nginx-deployment"
     async with (running(store, clock) as controllers, watching(store, registry.RESOURCE_BINDING) as bindings,
                 watching(store, registry.WORK) as works_):
         await bindings.until(lambda: bindings.informer.get("default/nginx-deployment") is not None)
@@ -244,16 +257,70 @@ async def test_directly_task_holds_new_works_until_the_old_one_is_gone(store: Ob
 
         await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", evict)
         await works_.until(lambda: work_in(works_, "member1").metadata.HasField("deletion_timestamp"))
-        for _ in range(3):
-            # The pass that found the old Work requeued the binding (Karmada's 5 s): it waits on the clock.
-            async with asyncio.timeout(10):
-                await clock.wait_for_sleepers(1)
-            assert controllers.binding_controller.queue.num_requeues("ResourceBinding:default/nginx-deployment") == 0
-            assert (await store.try_get(registry.WORK, "karmada-es-member3", WORK_NAME)) is None
-            await clock.advance(5)
+        assert work_in(works_, "member1").metadata.annotations[DIRECTLY_PURGE_ANNOTATION] == "true"
+        # The binding says what it waits for, and why.
+        await bindings.until(lambda: pending(bindings.informer.get("default/nginx-deployment")) is not None)
+        status, reason, message = pending(bindings.informer.get("default/nginx-deployment"))
+        assert (status, reason) == ("True", "ClusterNotReady")
+        assert "member1" in message and "unjoin" in message
+        # The pass that found the old Work requeued the binding only as a safety net (not a 5 s poll):
+        # nothing is created however long the wait.
+        async with asyncio.timeout(10):
+            await clock.wait_for_sleepers(1)
+        assert controllers.binding_controller.queue.num_requeues(key) == 0
+        await clock.advance(DIRECTLY_REQUEUE_SECONDS)
+        async with asyncio.timeout(10):
+            await clock.wait_for_sleepers(1)
+        assert (await store.try_get(registry.WORK, "karmada-es-member3", WORK_NAME)) is None
+
+        # The task ages out while the old Work still waits for its cluster: the new Works still wait.
+        def drop_task(binding: Any) -> None:
+            del binding.spec.graceful_eviction_tasks[:]
+
+        await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", drop_task)
+        await bindings.until(lambda: not bindings.informer.get("default/nginx-deployment").spec
+                             .graceful_eviction_tasks)
+        async with asyncio.timeout(10):
+            await clock.wait_for_sleepers(1)
+        assert (await store.try_get(registry.WORK, "karmada-es-member3", WORK_NAME)) is None
+        assert pending(bindings.informer.get("default/nginx-deployment"))[1] == "ClusterNotReady"
+
+        # The Work goes (the cluster confirmed, or was unjoined): its deletion event, not the clock,
+        # brings the binding back, the new Work is created and the condition goes.
         await release(store, "member1")
         await works_.until(lambda: work_in(works_, "member3") is not None)
         assert manifest(work_in(works_, "member3"))["spec"]["replicas"] == 3
+        await bindings.until(lambda: pending(bindings.informer.get("default/nginx-deployment")) is None)
+
+
+async def test_directly_purge_waiting_on_a_ready_cluster_says_the_member_is_deleting(store: ObjectStore) -> None:
+    template, policy = seed()
+    await store.create(template)
+    await store.create(policy)
+    ready = make_cluster("member1")
+    set_condition(ready.status.conditions, "Ready", "True", "ClusterReady", "cluster is healthy and ready",
+                  RealClock().now())
+    await store.create(ready)
+    async with (running(store), watching(store, registry.RESOURCE_BINDING) as bindings,
+                watching(store, registry.WORK) as works_):
+        await bindings.until(lambda: bindings.informer.get("default/nginx-deployment") is not None)
+        await schedule(store, "default", "nginx-deployment", [("member1", 3)])
+        await works_.until(lambda: work_in(works_, "member1") is not None)
+
+        def evict(binding: Any) -> None:
+            del binding.spec.clusters[:]
+            binding.spec.clusters.add(name="member2", replicas=3)
+            binding.spec.graceful_eviction_tasks.add(from_cluster="member1", purge_mode="Immediately", replicas=3,
+                                                     reason="ApplicationFailure", producer="ApplicationFailover")
+
+        await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", evict)
+        await bindings.until(lambda: pending(bindings.informer.get("default/nginx-deployment")) is not None)
+        status, reason, message = pending(bindings.informer.get("default/nginx-deployment"))
+        assert (status, reason) == ("True", "WorkDeleting") and "member1" in message
+        assert work_in(works_, "member2") is None
+        await release(store, "member1")
+        await works_.until(lambda: work_in(works_, "member2") is not None)
+        await bindings.until(lambda: pending(bindings.informer.get("default/nginx-deployment")) is None)
 
 
 async def test_template_gone_takes_its_binding_policy_gone_leaves_it_unclaimed(store: ObjectStore) -> None:
