@@ -23,7 +23,7 @@ from prometheus_client import Counter
 
 from flotilla.api import registry
 from flotilla.api.bindings import Binding, parse_binding_key
-from flotilla.api.conditions import TRUE, get_condition, remove_condition, set_condition
+from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -54,8 +54,19 @@ def placement_of(binding: Binding) -> Placement:
     return Placement(
         clusters=[t.name for t in binding.spec.clusters],
         health={item.cluster_name: item.health for item in binding.status.aggregated_status},
-        scheduled=binding.status.scheduler_observed_generation == binding.metadata.generation,
+        scheduled=scheduler_decided(binding),
     )
+
+
+def scheduler_decided(binding: Binding) -> bool:
+    """The scheduler has looked at this generation: placed it, or found that no cluster fits
+    (a failed decision leaves schedulerObservedGeneration behind; its Scheduled condition
+    records the generation)."""
+    generation = binding.metadata.generation
+    if binding.status.scheduler_observed_generation == generation:
+        return True
+    scheduled = get_condition(binding.status.conditions, "Scheduled")
+    return scheduled is not None and scheduled.status == FALSE and scheduled.observed_generation == generation
 
 
 def blocked_message(clusters: tuple[str, ...]) -> str:

@@ -92,7 +92,8 @@ def status_items(
             found = manifest_status(work, resource)
             if found is not None and found.status:
                 item.status = found.status
-            item.health = found.health if found is not None and found.health else UNKNOWN
+            current = applied.observed_generation == work.metadata.generation
+            item.health = found.health if found is not None and found.health and current else UNKNOWN
         old = before.get(cluster)
         item.settled = item.health == HEALTHY or (old is not None and old.settled)
         if old is not None and old.HasField("creation_timestamp"):

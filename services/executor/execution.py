@@ -28,6 +28,7 @@ from flotilla.store.informer import Informer
 log = logging.getLogger(__name__)
 
 APPLIED, DISPATCHING = "Applied", "Dispatching"
+UNKNOWN = "Unknown"
 
 Connect = Callable[[cluster_pb2.Cluster], Awaitable[MemberClient]]
 
@@ -142,6 +143,12 @@ class ExecutionReconciler:
 
         def change(obj: work_pb2.Work) -> bool:
             changed = False
+            previous = get_condition(obj.status.conditions, APPLIED)
+            if previous is not None and previous.observed_generation != generation:
+                # What was collected describes the member object before this apply.
+                for manifest in obj.status.manifest_statuses:
+                    changed |= manifest.health != UNKNOWN
+                    manifest.health = UNKNOWN
             for type_, status, reason, message in conditions:
                 changed |= set_condition(obj.status.conditions, type_, status, reason, message, now, generation)
             return changed

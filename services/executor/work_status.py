@@ -19,7 +19,7 @@ from flotilla.api.conditions import FALSE, get_condition, is_true, set_condition
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import split_api_version
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.interpreter.health import HealthInterpreter
+from flotilla.interpreter.health import UNKNOWN, HealthInterpreter
 from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, ObjectStore
@@ -98,9 +98,16 @@ class WorkStatusCollector:
         if applied is None or applied.status != "True":
             return
         statuses, missing, errors = manifest_statuses(work, members, self.interpreter)
+        if applied.observed_generation != work.metadata.generation:
+            # The member has not been given this version of the Work yet: what it reports
+            # describes the previous one, and must not read as the new one being healthy.
+            for status in statuses:
+                status.health = UNKNOWN
         now = self.clock.now()
 
         def change(obj: work_pb2.Work) -> bool:
+            if obj.metadata.generation != work.metadata.generation:
+                return False  # changed since the member was read; the next round collects it
             before = obj.status.SerializeToString(deterministic=True)
             del obj.status.manifest_statuses[:]
             obj.status.manifest_statuses.extend(statuses)

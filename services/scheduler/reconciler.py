@@ -265,8 +265,10 @@ class BindingScheduler:
 
         def change(binding: Binding) -> bool:
             status = binding.status
+            # The generation the decision was made for: a failed one (no cluster fits) leaves
+            # schedulerObservedGeneration alone, and this is how others know it was decided.
             changed = set_condition(status.conditions, SCHEDULED, TRUE if decision.ok else FALSE,
-                                    decision.outcome.value, decision.message, now)
+                                    decision.outcome.value, decision.message, now, generation)
             if decision.ok:
                 # Karmada records the generation read before its patch and lets the next pass catch
                 # up; recording the one written saves that pass and its write.

@@ -119,9 +119,9 @@ async def test_seed_walkthrough_completes_and_nothing_moves_back(plane: Plane) -
                             "the graceful eviction task dropped")
             dropped = next(v for v in rbs.of(key) if v.at >= evicted.at and not tasks(v.obj))
             assert health(dropped.obj).get("member2") == "Healthy", health(dropped.obj)
-            # Checked at the end (see there): the rest of the walkthrough still runs.
-            early = ready_in_status(dropped.obj, "member2") != 3
-            early_status = [json.loads(i.status or b"{}") for i in dropped.obj.status.aggregated_status]
+            # Healthy for the generation member2 was given (3 replicas), not the one before it.
+            assert ready_in_status(dropped.obj, "member2") == 3, [
+                json.loads(i.status or b"{}") for i in dropped.obj.status.aggregated_status]
             await sampler.until(lambda s: s.ready.get("member2") == 3, 30)
 
             await eventually(plane, lambda: template_reads(plane, "nginx", "3/3"), 60, "the template reading 3/3")
@@ -145,11 +145,6 @@ async def test_seed_walkthrough_completes_and_nothing_moves_back(plane: Plane) -
         assert all("member1" not in dict(placed(v.obj)) for v in after), "nginx was placed back on member1"
         assert await template_ready(plane, "nginx") == "3/3"
         assert (await plane.member_deployments("member2"))[("member2", "nginx")]["status"]["readyReplicas"] == 3
-        if early:
-            # Known bug (reported with issue 11): the binding's aggregatedStatus still carries the
-            # status member2 reported for its previous Work generation (2/2 ready, Healthy) when
-            # spec.clusters becomes member2:3, so the task is dropped before the 3rd replica is ready.
-            pytest.xfail(f"the task was dropped while member2's collected status still read {early_status}")
 
 
 @pytest.mark.timeout(360)
@@ -226,13 +221,11 @@ async def test_only_cluster_that_fits_fails_and_the_workload_stays_with_a_reason
                     return next((ln for ln in text.splitlines() if ln.strip().startswith("EvictionBlocked")), "")
 
                 # The eviction service reports it once it sees the scheduler's verdict (within seconds).
-                deadline = time.monotonic() + 10
+                deadline = time.monotonic() + 60
                 while not blocked_line(described) and time.monotonic() < deadline:
                     described = await plane.ok("describe", "rb", "pinned-deployment", "-n", "default")
                 line = blocked_line(described)
-                if line:
-                    assert "NoPlacement" in line and "member4" in line, described
-                no_reason = "" if line else described[described.find("Conditions:"):]
+                assert "NoPlacement" in line and "member4" in line, described
 
                 # Past the graceful eviction timeout the task still stays: its timeout does not
                 # delete the only running copy.
@@ -254,9 +247,3 @@ async def test_only_cluster_that_fits_fails_and_the_workload_stays_with_a_reason
             await recover(plane, "member4")
         await plane.ok("delete", "-f", path)
         await works.until(lambda: works.get(work_key("member4", "pinned")) is None, 120, "member4's Work gone")
-        if no_reason:
-            # Known gap (reported with issue 11): on NoClusterFit the scheduler sets Scheduled=False
-            # but not schedulerObservedGeneration, so the eviction service still reads "the scheduler
-            # has not caught up" and never sets EvictionBlocked. The task and the copy stay (checked
-            # above); `describe rb` only shows the scheduler's NoClusterFit.
-            pytest.xfail(f"no EvictionBlocked condition; describe rb showed: {no_reason[:600]}")

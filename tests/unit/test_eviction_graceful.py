@@ -20,7 +20,7 @@ from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import EventType
 from services.eviction.controllers import EvictionControllers
-from services.eviction.graceful import EVICTION_BLOCKED, GracefulEvictionConfig
+from services.eviction.graceful import EVICTION_BLOCKED, GracefulEvictionConfig, scheduler_decided
 from tests.watching import Watch
 
 KEY = "default/nginx-deployment"
@@ -212,3 +212,14 @@ async def test_never_waits_for_the_user(store: MemoryStore) -> None:
 
         await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", confirm)
         await watch.until(lambda: tasks_of(controllers) == [])
+
+
+def test_a_failed_decision_for_this_generation_counts_as_decided() -> None:
+    rb = binding({}, ["member1"])
+    rb.metadata.generation = 4
+    rb.status.scheduler_observed_generation = 2
+    assert not scheduler_decided(rb)
+    rb.status.conditions.add(type="Scheduled", status="False", reason="NoClusterFit", observed_generation=3)
+    assert not scheduler_decided(rb)
+    rb.status.conditions[0].observed_generation = 4
+    assert scheduler_decided(rb)

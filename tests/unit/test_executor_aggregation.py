@@ -220,3 +220,16 @@ def test_objects_without_a_health_signal_are_healthy_once_applied(api_version: s
     resource = work_pb2.ObjectReference(api_version=api_version, kind=kind, namespace="default", name="cfg")
     [item] = aggregation.status_items([applied], resource, [], NOW)
     assert (item.applied, item.health) == (True, "Healthy")
+
+
+def test_health_of_a_work_not_yet_applied_at_its_generation_is_unknown() -> None:
+    """A Work rewritten (3 replicas instead of 2) but not yet applied reports what the member
+    ran before: a graceful eviction must not read that as the new placement being healthy."""
+    stale = work("m2", status={"replicas": 2, "readyReplicas": 2})
+    stale.metadata.generation = 2
+    stale.status.conditions[0].observed_generation = 1
+    current = work("m3", status={"replicas": 3})
+    current.metadata.generation = 2
+    current.status.conditions[0].observed_generation = 2
+    items = aggregation.status_items([stale, current], RESOURCE, [], NOW)
+    assert [(i.cluster_name, i.health) for i in items] == [("m2", "Unknown"), ("m3", "Healthy")]

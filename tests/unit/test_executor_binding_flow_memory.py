@@ -93,7 +93,7 @@ async def report(store: ObjectStore, cluster: str, status: dict[str, Any], healt
 
     def change(work: work_pb2.Work) -> None:
         set_condition(work.status.conditions, "Applied", "True", "AppliedSuccessful",
-                      "Manifest has been successfully applied", RealClock().now())
+                      "Manifest has been successfully applied", RealClock().now(), work.metadata.generation)
         del work.status.manifest_statuses[:]
         work.status.manifest_statuses.add(
             identifier=work_pb2.ResourceIdentifier(ordinal=0, group="apps", version="v1", kind="Deployment",
