@@ -50,7 +50,7 @@ Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
 
 
 # (apiVersion, kind) -> where the replica count lives; the pod template is at spec.template.spec.
-_REPLICA_FIELD = {
+REPLICA_FIELDS = {
     ("apps/v1", "Deployment"): "replicas",
     ("apps/v1", "StatefulSet"): "replicas",
     ("apps/v1", "ReplicaSet"): "replicas",
@@ -75,7 +75,7 @@ def replicas_and_requirements(template: meta_pb2.Unstructured) -> tuple[int, wor
     spec = _object(content.get("spec"))
     if (template.api_version, template.kind) == ("v1", "Pod"):
         return 1, _requirements(spec)
-    field = _REPLICA_FIELD.get((template.api_version, template.kind))
+    field = REPLICA_FIELDS.get((template.api_version, template.kind))
     if field is None:
         return 0, None
     replicas = _int(spec.get(field), default=1)

@@ -53,9 +53,19 @@ class GracefulEvictionConfig:
 def placement_of(binding: Binding) -> Placement:
     return Placement(
         clusters=[t.name for t in binding.spec.clusters],
-        health={item.cluster_name: item.health for item in binding.status.aggregated_status},
+        health=health_of(binding),
         scheduled=scheduler_decided(binding),
     )
+
+
+def health_of(binding: Binding) -> dict[str, str]:
+    """Health per cluster, once the executor has aggregated it for this generation of the
+    binding (its FullyApplied condition records which): before that, aggregatedStatus may
+    still describe the previous placement (member2's 2 replicas, Healthy, when it now has 3)."""
+    fully_applied = get_condition(binding.status.conditions, "FullyApplied")
+    if fully_applied is None or fully_applied.observed_generation != binding.metadata.generation:
+        return {}
+    return {item.cluster_name: item.health for item in binding.status.aggregated_status}
 
 
 def scheduler_decided(binding: Binding) -> bool:

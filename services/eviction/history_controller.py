@@ -22,6 +22,7 @@ from flotilla.runtime.controller import Result
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.informer import Informer
+from services.eviction.graceful import health_of
 from services.eviction.history import recovery_seconds, update_history
 
 log = logging.getLogger(__name__)
@@ -31,10 +32,6 @@ RECOVERY_SECONDS = Histogram(
     "From a cluster's eviction to every cluster of the new placement reporting Healthy",
     buckets=(1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600),
 )
-
-
-def health_of(binding: Binding) -> dict[str, str]:
-    return {item.cluster_name: item.health for item in binding.status.aggregated_status}
 
 
 def scheduled(binding: Binding) -> bool:

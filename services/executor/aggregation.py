@@ -26,7 +26,7 @@ from flotilla.api import registry
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import TEMPLATE_GENERATION_ANNOTATION
-from flotilla.binding_builder import template_content
+from flotilla.binding_builder import REPLICA_FIELDS, template_content
 from services.executor.works import is_deleting, work_cluster
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
@@ -69,6 +69,7 @@ def status_items(
     resource: work_pb2.ObjectReference,
     previous: Iterable[work_pb2.AggregatedStatusItem],
     now: datetime,
+    shares: Mapping[str, int] | None = None,
 ) -> list[work_pb2.AggregatedStatusItem]:
     """One item per non-terminating Work, sorted by cluster.
 
@@ -76,6 +77,8 @@ def status_items(
     over from the previous item of the same cluster.
     """
     before = {item.cluster_name: item for item in previous}
+    works = list(works)
+    stale = shares_not_dispatched(works, resource, shares) if shares is not None else set()
     items = []
     for work in works:
         cluster = work_cluster(work)
@@ -92,7 +95,9 @@ def status_items(
             found = manifest_status(work, resource)
             if found is not None and found.status:
                 item.status = found.status
-            current = applied.observed_generation == work.metadata.generation
+            # Health only for what the member was given: this Work generation, and the binding's
+            # current replica share.
+            current = applied.observed_generation == work.metadata.generation and cluster not in stale
             item.health = found.health if found is not None and found.health and current else UNKNOWN
         old = before.get(cluster)
         item.settled = item.health == HEALTHY or (old is not None and old.settled)
@@ -235,3 +240,30 @@ def _job_status(old: dict[str, Any], members: list[tuple[str, dict[str, Any] | N
 def _rfc3339(moment: datetime) -> str:
     # metav1.Time: second precision, UTC.
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def shares_not_dispatched(works: Iterable[work_pb2.Work], resource: work_pb2.ObjectReference,
+                          shares: Mapping[str, int]) -> set[str]:
+    """Clusters whose Work still carries another replica count than the binding now gives them.
+
+    Between the scheduler moving replicas (member2: 2 -> 3) and the binding controller
+    rewriting the Work, the Work's status describes the old share; its health must not be
+    read as the new share being healthy, or a graceful eviction would end too early.
+    """
+    field = REPLICA_FIELDS.get((resource.api_version, resource.kind))
+    if field is None or not any(shares.values()):
+        return set()
+    stale = set()
+    for work in works:
+        cluster = work_cluster(work)
+        if cluster is None or cluster not in shares:
+            continue
+        for raw in work.spec.workload.manifests:
+            manifest = json.loads(raw)
+            meta = manifest.get("metadata") or {}
+            if (manifest.get("kind"), meta.get("namespace", ""), meta.get("name")) != (
+                    resource.kind, resource.namespace, resource.name):
+                continue
+            if (manifest.get("spec") or {}).get(field) != shares[cluster]:
+                stale.add(cluster)
+    return stale

@@ -29,15 +29,18 @@ log = logging.getLogger(__name__)
 
 def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) -> bool:
     """Set the binding's aggregatedStatus and FullyApplied condition in place; whether anything changed."""
-    items = aggregation.status_items(found, binding.spec.resource, binding.status.aggregated_status, now)
+    shares = {t.name: t.replicas for t in binding.spec.clusters}
+    items = aggregation.status_items(found, binding.spec.resource, binding.status.aggregated_status, now, shares)
     changed = list(binding.status.aggregated_status) != items
     if changed:
         del binding.status.aggregated_status[:]
         binding.status.aggregated_status.extend(items)
     applied = aggregation.fully_applied(items, works.expected_clusters(binding.spec))
     status, reason, message = aggregation.fully_applied_condition(applied)
+    # Its observedGeneration says which binding generation aggregatedStatus was computed for:
+    # the eviction service trusts the health in it only for the current one.
     condition_changed = set_condition(binding.status.conditions, aggregation.FULLY_APPLIED, status, reason,
-                                      message, now)
+                                      message, now, binding.metadata.generation)
     return changed or condition_changed
 
 

@@ -38,7 +38,7 @@ from flotilla.api.wellknown import (
     TRACEPARENT_ANNOTATION,
 )
 from flotilla.apportionment import webster
-from flotilla.binding_builder import template_content
+from flotilla.binding_builder import REPLICA_FIELDS, template_content
 from flotilla.store.base import meta_of
 
 # `Immediately` is the pre-v1.15 spelling of `Directly`.
@@ -55,13 +55,6 @@ _STRIPPED_ANNOTATIONS = frozenset({
     "resourcetemplate.karmada.io/managed-labels",
     TRACEPARENT_ANNOTATION,
 })
-_REPLICA_FIELDS = {
-    ("apps/v1", "Deployment"): "replicas",
-    ("apps/v1", "ReplicaSet"): "replicas",
-    ("apps/v1", "StatefulSet"): "replicas",
-    ("batch/v1", "Job"): "parallelism",
-}
-
 
 def binding_id_label(binding: Binding) -> str:
     return kind_of(binding).permanent_id_label
@@ -182,7 +175,7 @@ def manifest(binding: Binding, template: meta_pb2.Unstructured, replicas: int | 
     body.pop("status", None)
     spec = body.get("spec")
     if isinstance(spec, dict):
-        field = _REPLICA_FIELDS.get((template.api_version, template.kind))
+        field = REPLICA_FIELDS.get((template.api_version, template.kind))
         if field is not None and replicas is not None:
             spec[field] = replicas
         if completions is not None:

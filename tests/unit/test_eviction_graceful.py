@@ -15,12 +15,11 @@ from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import core_pb2, work_pb2
 from flotilla.runtime.clock import FakeClock, RealClock
-from flotilla.runtime.manager import WatchEvent
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
-from flotilla.store.informer import EventType
 from services.eviction.controllers import EvictionControllers
 from services.eviction.graceful import EVICTION_BLOCKED, GracefulEvictionConfig, scheduler_decided
+from tests.eviction_support import aggregated_for_this_generation, others_catch_up
 from tests.watching import Watch
 
 KEY = "default/nginx-deployment"
@@ -57,6 +56,7 @@ async def create_scheduled(store: MemoryStore, rb: work_pb2.ResourceBinding,
 async def set_status(store: MemoryStore, health: dict[str, str], generation: int | None = None) -> None:
     def change(obj: work_pb2.ResourceBinding) -> None:
         obj.status.scheduler_observed_generation = generation or obj.metadata.generation
+        aggregated_for_this_generation(obj)
         del obj.status.aggregated_status[:]
         for cluster, value in health.items():
             obj.status.aggregated_status.add(cluster_name=cluster, applied=True, health=value)
@@ -64,37 +64,12 @@ async def set_status(store: MemoryStore, health: dict[str, str], generation: int
     await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", change, status=True)
 
 
-def scheduler_catches_up(store: MemoryStore, controllers: EvictionControllers) -> set[asyncio.Task[None]]:
-    """What the scheduler does when a spec change needs no new placement (the eviction
-    controller's own task writes, here): it records the generation as observed."""
-    pending: set[asyncio.Task[None]] = set()
-
-    async def observe() -> None:
-        def change(obj: work_pb2.ResourceBinding) -> bool:
-            if obj.status.scheduler_observed_generation == obj.metadata.generation:
-                return False
-            obj.status.scheduler_observed_generation = obj.metadata.generation
-            return True
-
-        await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", change, status=True)
-
-    def on_change(event: WatchEvent[work_pb2.ResourceBinding]) -> None:
-        if event.type is not EventType.DELETED and event.old is not None and (
-                event.obj.metadata.generation != event.old.metadata.generation):
-            task = asyncio.create_task(observe())
-            pending.add(task)
-            task.add_done_callback(pending.discard)
-
-    controllers.manager.on_event(controllers.bindings["ResourceBinding"], on_change)
-    return pending
-
-
 @contextlib.asynccontextmanager
 async def running(store: MemoryStore, clock: FakeClock | RealClock,
                   timeout: timedelta = timedelta(minutes=10)) -> AsyncIterator[EvictionControllers]:
     controllers = EvictionControllers(store, clock, GracefulEvictionConfig(timeout),
                                       events=EventRecorder(store, "eviction"))
-    scheduler = scheduler_catches_up(store, controllers)
+    scheduler = others_catch_up(store, controllers)
     task = asyncio.create_task(controllers.run())
     try:
         for informer in controllers.bindings.values():

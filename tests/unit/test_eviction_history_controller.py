@@ -17,13 +17,12 @@ from flotilla.api import codec, registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.runtime.clock import FakeClock, RealClock
-from flotilla.runtime.manager import WatchEvent
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
-from flotilla.store.informer import EventType
 from services.eviction.controllers import EvictionControllers
 from services.eviction.graceful import GracefulEvictionConfig
 from services.eviction.history import recovery_seconds
+from tests.eviction_support import aggregated_for_this_generation, others_catch_up
 from tests.watching import Watch
 
 
@@ -51,6 +50,7 @@ async def set_status(store: MemoryStore, name: str, health: dict[str, str], obse
     def change(obj: work_pb2.ResourceBinding) -> None:
         if observe:
             obj.status.scheduler_observed_generation = obj.metadata.generation
+            aggregated_for_this_generation(obj)
         del obj.status.aggregated_status[:]
         for cluster, value in health.items():
             obj.status.aggregated_status.add(cluster_name=cluster, applied=True, health=value)
@@ -72,35 +72,11 @@ async def set_ready(store: MemoryStore, name: str, status: str, now: datetime) -
     await store.mutate(registry.CLUSTER, "", name, change, status=True)
 
 
-def fake_scheduler(store: MemoryStore, controllers: EvictionControllers) -> set[asyncio.Task[None]]:
-    """A spec change needing no new placement: the scheduler records the generation as observed."""
-    pending: set[asyncio.Task[None]] = set()
-
-    async def observe(name: str) -> None:
-        def change(obj: work_pb2.ResourceBinding) -> bool:
-            if obj.status.scheduler_observed_generation == obj.metadata.generation:
-                return False
-            obj.status.scheduler_observed_generation = obj.metadata.generation
-            return True
-
-        await store.mutate(registry.RESOURCE_BINDING, "default", name, change, status=True)
-
-    def on_change(event: WatchEvent[work_pb2.ResourceBinding]) -> None:
-        if event.type is not EventType.DELETED and event.old is not None and (
-                event.obj.metadata.generation != event.old.metadata.generation):
-            task = asyncio.create_task(observe(event.obj.metadata.name))
-            pending.add(task)
-            task.add_done_callback(pending.discard)
-
-    controllers.manager.on_event(controllers.bindings["ResourceBinding"], on_change)
-    return pending
-
-
 @contextlib.asynccontextmanager
 async def running(store: MemoryStore, clock: FakeClock, scheduler: bool = True) -> AsyncIterator[EvictionControllers]:
     controllers = EvictionControllers(store, clock, GracefulEvictionConfig(timedelta(hours=1)),
                                       events=EventRecorder(store, "eviction"))
-    pending = fake_scheduler(store, controllers) if scheduler else set()
+    pending = others_catch_up(store, controllers, scheduler)
     task = asyncio.create_task(controllers.run())
     try:
         for informer in [*controllers.bindings.values(), controllers.clusters]:

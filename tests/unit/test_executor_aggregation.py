@@ -233,3 +233,22 @@ def test_health_of_a_work_not_yet_applied_at_its_generation_is_unknown() -> None
     current.status.conditions[0].observed_generation = 2
     items = aggregation.status_items([stale, current], RESOURCE, [], NOW)
     assert [(i.cluster_name, i.health) for i in items] == [("m2", "Unknown"), ("m3", "Healthy")]
+
+
+def test_health_of_a_work_still_carrying_the_old_replica_share_is_unknown() -> None:
+    """The scheduler moved member m2 from 2 replicas to 3; until its Work says 3, what m2 reports
+    (2/2 ready, Healthy) is not the new share's health."""
+    def with_manifest(w: work_pb2.Work, replicas: int) -> work_pb2.Work:
+        w.spec.workload.manifests.append(codec.raw_json({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "nginx", "namespace": "default"}, "spec": {"replicas": replicas}}))
+        return w
+
+    found = [with_manifest(work("m2", status={"readyReplicas": 2}), 2),
+             with_manifest(work("m3", status={"readyReplicas": 1}), 1)]
+    shares = {"m2": 3, "m3": 1}
+    assert aggregation.shares_not_dispatched(found, RESOURCE, shares) == {"m2"}
+    items = aggregation.status_items(found, RESOURCE, [], NOW, shares)
+    assert [(i.cluster_name, i.health) for i in items] == [("m2", "Unknown"), ("m3", "Healthy")]
+    # Not revised (no cluster has replicas yet): nothing to compare.
+    assert aggregation.shares_not_dispatched(found, RESOURCE, {"m2": 0, "m3": 0}) == set()
