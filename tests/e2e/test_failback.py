@@ -1,4 +1,4 @@
-"""Opt-in failback end to end, as a user sees it through flotillactl: member1 fails, the web
+"""Opt-in failback end to end, as a user sees it through flotillactl: member1 fails, the shop
 Deployment's replica moves to member2; member1 recovers, and once it has been Ready for the
 policy's stabilization window the replica returns home. The failover history records both."""
 
@@ -41,7 +41,7 @@ def fault(plane: dict[str, str], cluster: str, kind: str) -> None:
 
 
 def binding(plane: dict[str, str]) -> dict[str, Any]:
-    result = ctl(plane, "get", "rb", "web-deployment", "-n", "default", "-o", "json")
+    result = ctl(plane, "get", "rb", "shop-deployment", "-n", "default", "-o", "json")
     return json.loads(result.stdout) if result.returncode == 0 else {}
 
 
@@ -69,6 +69,6 @@ def test_the_workload_returns_home_after_the_window(plane: dict[str, str]) -> No
     eventually(lambda: placed(plane) == [("member1", 1), ("member2", 2)], timeout=120, what="failback home")
     eventually(lambda: binding(plane)["status"]["failoverHistory"][0].get("failedBackTime"), timeout=60,
                what="the failback recorded")
-    described = ctl(plane, "describe", "rb", "web-deployment", "-n", "default")
+    described = ctl(plane, "describe", "rb", "shop-deployment", "-n", "default")
     assert described.returncode == 0, described.stderr
     assert "Failover history:" in described.stdout and "member1" in described.stdout
