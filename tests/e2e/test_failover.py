@@ -21,14 +21,15 @@ import pytest
 from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
+from flotilla.profiles import PROFILES
+from flotilla.runtime.flags import duration
 from tests.e2e.failover_support import Plane, Sampler, history, started_plane
 from tests.factories import EXAMPLES_DIR
 
 pytestmark = pytest.mark.e2e
 
 MEMBERS = ["member1", "member2", "member3", "member4", "member5"]
-# The demo profile's --graceful-eviction-timeout.
-GRACEFUL_EVICTION_TIMEOUT = 30
+GRACEFUL_EVICTION_TIMEOUT = duration(PROFILES["demo"]["FLOTILLA_GRACEFUL_EVICTION_TIMEOUT"])
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ async def test_directly_deletes_the_old_work_first_and_unjoin_releases_it(plane:
         line = next((ln for ln in described.splitlines() if ln.strip().startswith("DirectlyPurgePending")), "")
         assert "ClusterNotReady" in line and old in line, described
 
-        # The task ages out (the demo profile's 30 s graceful eviction timeout) while the old Work
+        # The task ages out (the demo profile's graceful eviction timeout) while the old Work
         # still waits for its cluster: the new Work still waits too.
         await rbs.until(lambda: not tasks(rbs.get(key)), 90, "the Directly task aged out")
         await works.hold(lambda: works.get(new_work) is None, 5, f"no Work on {new} while {old}'s is terminating")
