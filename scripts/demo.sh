@@ -23,7 +23,8 @@ until_true() {
   done
 }
 cluster_ready() { flotillactl get clusters "$1" --no-headers | awk '{print $4}' | grep -qx "$2"; }
-placed() { flotillactl get rb nginx-deployment -o wide --no-headers | awk '{print $5}' | grep -qx "$1"; }
+placed_rb() { flotillactl get rb "$1" -o wide --no-headers | awk '{print $5}' | grep -qx "$2"; }
+placed() { placed_rb nginx-deployment "$1"; }
 ready_in() { flotillactl member get deployments --clusters "$1" --no-headers 2>/dev/null | awk '{print $3}' | grep -qx "$2"; }
 no_eviction_task() {
   flotillactl get rb nginx-deployment -o json \
@@ -102,6 +103,17 @@ flotillactl get rb -o wide
 flotillactl get works -A
 flotillactl member get deployments
 template_ready 3/3 || { echo "the nginx template no longer reads 3/3" >&2; exit 1; }
+
+say "Application failover: an api Deployment split 1:1 over member2 and member3"
+flotillactl apply -f "$examples/nginx-app-failover.yaml"
+until_true 60 "api placed 1:1" placed_rb api-deployment member2:1,member3:1
+until_true 60 "api ready in member3" ready_in member3 1/1
+say "The api on member3 turns Unhealthy (its pods crash) while member3 itself stays Ready"
+flotilla sim fault member3 app-unhealthy --namespace default --name api
+until_true 60 "api moved off member3 after 5 s of Unhealthy" placed_rb api-deployment member2:2
+flotillactl get clusters member3
+flotillactl get rb api-deployment -o wide
+flotillactl describe rb api-deployment | sed -n '/^Failover history:/,$p'
 
 say "Stopping"
 flotilla down --data-dir "$data_dir"
