@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import json
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,11 +26,10 @@ from google.protobuf.message import Message
 from flotilla.api.registry import ResourceType
 from flotilla.member import MemberClient, MemberError, load_kubeconfig
 from flotilla.store import Store
-from flotilla.store.embedded import free_port
 from flotilla.store.informer import EventType, Informer
 from tests.conftest import ROOT
+from tests.e2e.planes import BIN, flotilla_up
 
-BIN = Path(sys.executable).parent
 M = TypeVar("M", bound=Message)
 
 
@@ -72,17 +70,8 @@ class Plane:
 
 @contextlib.contextmanager
 def started_plane(tmp_path_factory: pytest.TempPathFactory, clusters: int) -> Iterator[Plane]:
-    data_dir = tmp_path_factory.mktemp("plane")
-    port = free_port()
-    up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                         str(port), "--sim-clusters", str(clusters), "--profile", "demo"],
-                        cwd=ROOT, capture_output=True, text=True, timeout=180)
-    try:
-        assert up.returncode == 0, up.stderr
-        yield Plane(data_dir, f"http://127.0.0.1:{port}")
-    finally:
-        subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
-                       timeout=60)
+    with flotilla_up(tmp_path_factory, clusters) as (data_dir, endpoints):
+        yield Plane(data_dir, endpoints)
 
 
 @dataclass

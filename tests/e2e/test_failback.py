@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from flotilla.store.embedded import free_port
 from tests.conftest import ROOT
+from tests.e2e.planes import flotilla_up
 from tests.e2e.test_propagation import BIN, ctl, eventually
 from tests.factories import EXAMPLE_FILES
 
@@ -21,17 +21,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    data_dir = tmp_path_factory.mktemp("failback")
-    port = free_port()
-    up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                         str(port), "--sim-clusters", "2", "--profile", "demo"],
-                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    try:
-        assert up.returncode == 0, up.stderr
-        yield {"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}", "data_dir": str(data_dir)}
-    finally:
-        subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
-                       timeout=60)
+    with flotilla_up(tmp_path_factory, 2) as (data_dir, endpoints):
+        yield {"FLOTILLA_ETCD_ENDPOINTS": endpoints, "data_dir": str(data_dir)}
 
 
 def fault(plane: dict[str, str], cluster: str, kind: str) -> None:

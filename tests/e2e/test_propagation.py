@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,29 +13,15 @@ from typing import Any
 
 import pytest
 
-from flotilla.store.embedded import free_port
 from tests.conftest import ROOT
+from tests.e2e.planes import BIN, flotilla_up
 from tests.factories import EXAMPLE_FILES
-
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    data_dir = tmp_path_factory.mktemp("plane")
-    port = free_port()
-    up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                         str(port), "--sim-clusters", "3", "--profile", "demo"],
-                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    try:
-        assert up.returncode == 0, up.stderr
-        # `up` returns once every member is Ready and untainted. A Divided binding placed while
-        # member1 still had its not-ready NoSchedule taint went all to member2 and, as in Karmada,
-        # stayed there when member1 turned Ready: the 1:2 split below then never came.
-        yield {"FLOTILLA_ETCD_ENDPOINTS": f"http://127.0.0.1:{port}", "data_dir": str(data_dir)}
-    finally:
-        subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
-                       timeout=60)
+    with flotilla_up(tmp_path_factory, 3) as (data_dir, endpoints):
+        yield {"FLOTILLA_ETCD_ENDPOINTS": endpoints, "data_dir": str(data_dir)}
 
 
 def ctl(plane: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -19,9 +19,9 @@ from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from tests.conftest import start_service, stop_service
+from tests.e2e.planes import BIN
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 
 
 def test_webhook_serves_health_and_reflection(etcd: EmbeddedEtcd, tmp_path: Path) -> None:

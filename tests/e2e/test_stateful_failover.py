@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -26,13 +25,12 @@ from flotilla.api import keys, registry
 from flotilla.api.v1 import work_pb2
 from flotilla.store import Store
 from flotilla.store.base import WatchKind
-from flotilla.store.embedded import free_port
 from tests.conftest import ROOT
+from tests.e2e.planes import BIN, flotilla_up
 from tests.factories import EXAMPLE_FILES
 
 pytestmark = pytest.mark.e2e
 
-BIN = Path(sys.executable).parent
 JOB_LABEL = "application.karmada.io/cluster-failover-jobid"
 JOB_ID = "7f3b0a1c9d2e4f5a8b6c0d1e2f3a4b5c"
 FLINK = "/apis/flink.apache.org/v1beta1/namespaces/default/flinkdeployments"
@@ -63,18 +61,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    data_dir = tmp_path_factory.mktemp("plane")
-    port = free_port()
-    up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                         str(port), "--sim-clusters", "2", "--profile", "demo",
-                         "--feature-gates", "StatefulFailoverInjection=true"],
-                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    try:
-        assert up.returncode == 0, up.stderr
-        yield {"endpoints": f"http://127.0.0.1:{port}", "data_dir": str(data_dir)}
-    finally:
-        subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
-                       timeout=60)
+    with flotilla_up(tmp_path_factory, 2, "--feature-gates", "StatefulFailoverInjection=true") as (data_dir, endpoints):
+        yield {"endpoints": endpoints, "data_dir": str(data_dir)}
 
 
 def ctl(plane: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,33 @@
+"""One way to start and stop a control plane for an e2e module: `flotilla up` with simulated
+members and the demo profile, on a free port and in its own directory, always taken down."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flotilla.store.embedded import free_port
+from tests.conftest import ROOT
+
+BIN = Path(sys.executable).parent
+
+
+@contextlib.contextmanager
+def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra: str) -> Iterator[tuple[Path, str]]:
+    """The plane's data dir and etcd endpoint, while it runs."""
+    data_dir = tmp_path_factory.mktemp("plane")
+    port = free_port()
+    up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
+                         str(port), "--sim-clusters", str(clusters), "--profile", "demo", *extra],
+                        cwd=ROOT, capture_output=True, text=True, timeout=180)
+    try:
+        assert up.returncode == 0, up.stderr
+        yield data_dir, f"http://127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
+                       timeout=60)
