@@ -21,11 +21,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
-from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api import registry
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
@@ -39,6 +37,7 @@ from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.eviction.application import Decision, GateDisabled, Gates, decide, evict
+from services.eviction.templates import template_of
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +116,7 @@ class ApplicationFailoverReconciler:
             written = await self.store.update(updated, original=binding)
         if not decision.evict:
             return
-        template = await self._template(binding)
+        template = await template_of(self.store, binding)
         for cluster in decision.evict:
             EVICTIONS.labels(kind=binding.kind).inc()
             log.info("event=application-failover binding=%s kind=%s cluster=%s", key, binding.kind, cluster)
@@ -132,12 +131,3 @@ class ApplicationFailoverReconciler:
         for cluster in decision.evict:
             await self.events.warning(binding, EVENT_FAILED,
                                       f"Application failover could not evict from cluster {cluster}: {why}")
-
-    async def _template(self, binding: Binding) -> Message | None:
-        resource = binding.spec.resource
-        try:
-            rt = registry.for_kind(resource.api_version, resource.kind)
-        except registry.UnknownResourceError:
-            return None
-        template: Message | None = await self.store.try_get(rt, resource.namespace, resource.name)
-        return template

@@ -21,7 +21,6 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api import registry
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.keys import object_key
@@ -33,6 +32,7 @@ from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.eviction.assessment import Assessment, Placement, assess
+from services.eviction.templates import template_of
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class GracefulEvictionReconciler:
                      key, binding.kind, cluster, dropped.why.value)
             message = f"Evict from cluster {cluster} succeed."
             await self._event(written, message)
-            template = await self._template(binding)
+            template = await template_of(self.store, binding)
             if template is not None:
                 await self._event(template, message)
 
@@ -152,12 +152,3 @@ class GracefulEvictionReconciler:
     async def _event(self, obj: Message, message: str) -> None:
         if self.events is not None:
             await self.events.normal(obj, EVENT_SUCCEEDED, message)
-
-    async def _template(self, binding: Binding) -> Message | None:
-        resource = binding.spec.resource
-        try:
-            rt = registry.for_kind(resource.api_version, resource.kind)
-        except registry.UnknownResourceError:
-            return None
-        template: Message | None = await self.store.try_get(rt, resource.namespace, resource.name)
-        return template
