@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from flotilla import metrics
 from flotilla.runtime.workqueue import QueueShutDown, WorkQueue
 
 __all__ = ["Controller", "Reconciler", "Result"]
@@ -34,6 +36,7 @@ class Controller:
         queue: WorkQueue,
         workers: int = 1,
         logger: logging.Logger | None = None,
+        eviction: bool = False,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
@@ -44,6 +47,11 @@ class Controller:
         self._log = logger or logging.getLogger(__name__)
         self._running = False
         self._finished = asyncio.Event()
+        # An eviction queue also reports Karmada's eviction_* metrics, labelled with its name.
+        self.eviction = eviction
+        if eviction:
+            depth = metrics.EVICTION_QUEUE_DEPTH.labels(name)
+            queue.depth_observers.append(depth.set)
 
     def enqueue(self, key: str) -> None:
         self.queue.add(key)
@@ -86,6 +94,7 @@ class Controller:
         try:
             result = await self._reconciler.reconcile(key)
         except Exception as err:
+            self._observe_eviction(key, err)
             self.queue.add_rate_limited(key)
             # One line per failure; the traceback only when someone asked for debug logs, since
             # a failing key is retried and would otherwise repeat it at every backoff step.
@@ -99,6 +108,15 @@ class Controller:
                 exc_info=self._log.isEnabledFor(logging.DEBUG),
             )
             return
+        self._observe_eviction(key, None)
         self.queue.forget(key)
         if result is not None and result.requeue_after is not None:
             self.queue.add_after(key, result.requeue_after)
+
+    def _observe_eviction(self, key: str, err: Exception | None) -> None:
+        if not self.eviction:
+            return
+        added = self.queue.enqueued_at(key)
+        if added is not None:
+            metrics.EVICTION_PROCESSING_LATENCY.labels(self.name).observe(time.perf_counter() - added)
+        metrics.EVICTION_PROCESSING_TOTAL.labels(self.name, metrics.result_of(err)).inc()

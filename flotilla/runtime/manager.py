@@ -158,10 +158,11 @@ class Manager:
         return list(self._informers.values())
 
     def controller(self, name: str, reconciler: Reconciler, workers: int = 1,
-                   logger: logging.Logger | None = None) -> Controller:
+                   logger: logging.Logger | None = None, eviction: bool = False) -> Controller:
         if name in self._controllers:
             raise ValueError(f"controller {name} already exists")
-        controller = Controller(name, reconciler, WorkQueue(self.clock, name), workers=workers, logger=logger)
+        controller = Controller(name, reconciler, WorkQueue(self.clock, name), workers=workers, logger=logger,
+                                eviction=eviction)
         self._controllers[name] = controller
         if self._started:
             self._controller_tasks.append(self._spawn(f"controller/{name}", controller.run))

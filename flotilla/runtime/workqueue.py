@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import time
 from collections import deque
+from collections.abc import Callable
 
+from flotilla import metrics
 from flotilla.runtime.clock import Clock
 
 __all__ = ["QueueShutDown", "WorkQueue"]
@@ -63,6 +66,18 @@ class WorkQueue:
 
         self._failures: dict[str, int] = {}
 
+        # Metrics (client-go's workqueue names): when each queued key was added, when each key
+        # being processed was taken, and when the key it holds was added.
+        self._added_at: dict[str, float] = {}
+        self._taken_at: dict[str, tuple[float, float]] = {}
+        self._depth = metrics.WORKQUEUE_DEPTH.labels(name)
+        self._adds = metrics.WORKQUEUE_ADDS.labels(name)
+        self._queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(name)
+        self._work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(name)
+        self._retries = metrics.WORKQUEUE_RETRIES.labels(name)
+        # Called with the depth whenever it changes (an eviction queue also reports it as such).
+        self.depth_observers: list[Callable[[int], None]] = []
+
     def __len__(self) -> int:
         """Keys ready to be taken (not delayed ones, not ones being processed)."""
         return len(self._queue)
@@ -75,9 +90,12 @@ class WorkQueue:
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        self._adds.inc()
+        self._added_at.setdefault(key, time.perf_counter())
         if key in self._processing:
             return  # done() re-queues it, so no two workers ever hold the same key
         self._queue.append(key)
+        self._observe_depth()
         self._wake_getter()
 
     def add_after(self, key: str, delay: float) -> None:
@@ -104,6 +122,7 @@ class WorkQueue:
         """Add `key` after its per-key exponential backoff, and count the failure."""
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
+        self._retries.inc()
         self.add_after(key, self._backoff(failures))
 
     def forget(self, key: str) -> None:
@@ -135,12 +154,26 @@ class WorkQueue:
         key = self._queue.popleft()
         self._dirty.discard(key)
         self._processing.add(key)
+        now = time.perf_counter()
+        added = self._added_at.pop(key, now)
+        self._queue_duration.observe(now - added)
+        self._taken_at[key] = (now, added)
+        self._observe_depth()
         return key
+
+    def enqueued_at(self, key: str) -> float | None:
+        """When (`time.perf_counter()`) the key being processed was added, or None."""
+        taken = self._taken_at.get(key)
+        return taken[1] if taken is not None else None
 
     def done(self, key: str) -> None:
         self._processing.discard(key)
+        taken = self._taken_at.pop(key, None)
+        if taken is not None:
+            self._work_duration.observe(time.perf_counter() - taken[0])
         if key in self._dirty and not self._shutting_down:
             self._queue.append(key)
+            self._observe_depth()
             self._wake_getter()
 
     def shutdown(self) -> None:
@@ -160,6 +193,12 @@ class WorkQueue:
 
     def _backoff(self, failures: int) -> float:
         return min(self._base_backoff * 2.0 ** min(failures, _MAX_BACKOFF_EXPONENT), self._max_backoff)
+
+    def _observe_depth(self) -> None:
+        depth = len(self._queue)
+        self._depth.set(depth)
+        for observe in self.depth_observers:
+            observe(depth)
 
     def _wake_getter(self) -> None:
         while self._getters:

@@ -22,13 +22,13 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from opentelemetry import trace
-from prometheus_client import Counter
 
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.eviction import StateNotCollected
+from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from
@@ -44,8 +44,6 @@ log = logging.getLogger(__name__)
 EVENT_SUCCEEDED = "EvictWorkloadFromClusterSucceed"
 EVENT_FAILED = "EvictWorkloadFromClusterFailed"
 
-EVICTIONS = Counter("flotilla_application_failover_evictions_total",
-                    "Clusters evicted from bindings by application failover", ["kind"])
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,7 @@ class ApplicationFailoverReconciler:
             return
         template = await template_of(self.store, binding)
         for cluster in decision.evict:
-            EVICTIONS.labels(kind=binding.kind).inc()
+            count_eviction(cluster, binding.spec.resource)
             log.info("event=application-failover binding=%s kind=%s cluster=%s", key, binding.kind, cluster)
             message = f"Application failover: evicted the workload from cluster {cluster}, where it stayed Unhealthy."
             for obj in (written, template):

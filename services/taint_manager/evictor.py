@@ -27,6 +27,7 @@ from flotilla.eviction import (
     purge_mode_for,
     remove_cluster,
 )
+from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, traceparent
@@ -38,7 +39,6 @@ from services.taint_manager.tolerations import LATER, NOW, assess
 
 log = logging.getLogger(__name__)
 
-EVICTIONS = Counter("flotilla_taint_manager_evictions_total", "Clusters evicted from bindings", ["kind"])
 HELD = Counter("flotilla_taint_manager_evictions_held_total",
                "Evictions held back by mass-failure protection", ["reason"])
 
@@ -175,7 +175,8 @@ class BindingEvictionReconciler:
                 return
         if not evicted:
             return
-        EVICTIONS.labels(kind=rt.kind).inc(len(evicted))
+        for cluster in evicted:
+            count_eviction(cluster, written.spec.resource)
         trace_id = span.get_span_context().trace_id
         for cluster in evicted:
             log.info("event=evict cluster=%s binding=%s/%s reason=TaintUntolerated trace_id=%032x",

@@ -42,7 +42,7 @@ class TaintManager:
         ), workers=4)
         self.evictor = manager.controller("binding-eviction", BindingEvictionReconciler(
             store, clock, self.clusters, self.bindings, protection, evictor_config, events, tracer, self.state,
-        ), workers=workers)
+        ), workers=workers, eviction=True)
         self._protection_changed = False
         # Before the watches below: they read what it decided.
         manager.on_event(self.clusters, self._observe_protection)
