@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -86,10 +86,10 @@ EVICTION_PROCESSING_TOTAL = Counter(
 )
 
 
-def timed(histogram: Histogram) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+def timed(histogram: Histogram) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Observe an async function's duration in `histogram`, labelled `result` (success|error)."""
 
-    def wrap(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    def wrap(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         @functools.wraps(fn)
         async def run(*args: P.args, **kwargs: P.kwargs) -> R:
             started = time.perf_counter()

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import cluster_pb2, policy_pb2, work_pb2
-from flotilla.scheduler import division, selection
+from flotilla.scheduler import division, metrics, selection
 from flotilla.scheduler.affinities import terms_to_try
 from flotilla.scheduler.capacity import (
     MAX_INT32,
@@ -192,17 +192,22 @@ class _Plan:
         candidates = self.snapshot.candidates
         if not candidates:
             return Decision(Outcome.SCHEDULER_ERROR, "no clusters available to schedule", None)
+        timer = metrics.StepTimer()
         try:
             feasible, unfit = self.framework.filter(binding, candidates)
+            timer.done("Filter")
             if not feasible:
                 return Decision(Outcome.NO_CLUSTER_FIT, fit_error_message(len(candidates), unfit), [], unfit)
             scores = self.framework.score(binding, feasible)
+            timer.done("Score")
         except PluginFailure as e:
             return Decision(Outcome.SCHEDULER_ERROR, str(e), None)
         ranked = selection.rank([self._candidate(binding, c, scores[c.name]) for c in feasible])
         try:
             selected = selection.select(ranked, self.placement, self.spec.replicas)
+            timer.done("Select")
             targets = self._assign(binding, selected)
+            timer.done("AssignReplicas")
         except (selection.SpreadError, division.Unschedulable) as e:
             return Decision(Outcome.UNSCHEDULABLE, str(e), None, unfit)
         return Decision(Outcome.SUCCESS, SUCCESS_MESSAGE, targets, unfit)

@@ -29,13 +29,14 @@ from flotilla.api.conditions import TRUE, get_condition, is_true, remove_conditi
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
+from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, traceparent
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.executor import works
+from services.executor import metrics, works
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class BindingReconciler:
         self.directly_requeue = directly_requeue
         self.clock = clock or RealClock()
 
+    @timed(metrics.BINDING_SYNC_WORK_DURATION)
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
         binding = await self.store.try_get(rt, namespace, name)

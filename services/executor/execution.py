@@ -20,10 +20,12 @@ from flotilla.api.keys import cluster_of_execution_namespace, split_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.member import MemberClient, MemberError
+from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
+from services.executor import metrics
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,7 @@ class ExecutionReconciler:
         self.connect = connect
         self.serves = serves
 
+    @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
     async def reconcile(self, key: str) -> Result | None:
         work: work_pb2.Work | None = self.works.get(key)
         if work is None:
@@ -86,7 +89,13 @@ class ExecutionReconciler:
             client = await self.connect(cluster)
             for manifest in manifests(work):
                 meta = manifest.get("metadata") or {}
-                await client.delete(manifest["apiVersion"], manifest["kind"], meta.get("namespace", ""), meta["name"])
+                try:
+                    await client.delete(manifest["apiVersion"], manifest["kind"], meta.get("namespace", ""),
+                                        meta["name"])
+                except Exception as e:
+                    metrics.count_delete(manifest, cluster.metadata.name, e)
+                    raise
+                metrics.count_delete(manifest, cluster.metadata.name, None)
         await self._remove_finalizer(work)
         log.info("event=work-deleted work=%s/%s cluster_cleaned=%s", work.metadata.namespace, work.metadata.name,
                  not keep and not releasing)
@@ -117,11 +126,15 @@ class ExecutionReconciler:
         client = await self.connect(cluster)
         errors: list[MemberError | ValueError] = []
         items = manifests(work)
+        first = get_condition(work.status.conditions, APPLIED) is None
         for manifest in items:
             try:
                 await client.apply(manifest)
             except (MemberError, ValueError) as e:
                 errors.append(e)
+                metrics.count_apply(manifest, cluster.metadata.name, first, e)
+                continue
+            metrics.count_apply(manifest, cluster.metadata.name, first, None)
         if errors:
             applied = (APPLIED, FALSE, "AppliedFailed",
                        f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): "

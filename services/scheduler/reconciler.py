@@ -20,7 +20,6 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 from opentelemetry import trace
-from prometheus_client import Counter, Histogram
 
 from flotilla.api import registry
 from flotilla.api.bindings import BINDING_KINDS, Binding
@@ -32,7 +31,7 @@ from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Result
 from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
 from flotilla.runtime.tracecontext import context_from, traceparent
-from flotilla.scheduler import core
+from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
@@ -50,12 +49,6 @@ SCHEDULED = "Scheduled"
 EVENT_SUCCEEDED = "ScheduleBindingSucceed"
 EVENT_FAILED = "ScheduleBindingFailed"
 
-ATTEMPTS = Counter("flotilla_scheduler_schedule_attempts_total", "Scheduling attempts by result", ["result"])
-E2E_DURATION = Histogram(
-    "flotilla_scheduler_e2e_scheduling_duration_seconds",
-    "From taking a binding off the queue to its result written",
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
-)
 
 M = TypeVar("M", bound=Message)
 
@@ -214,8 +207,7 @@ class BindingScheduler:
             await self._write_status(current, decision)
         except NotFound:
             return None
-        ATTEMPTS.labels(decision.outcome.value).inc()
-        E2E_DURATION.observe(time.perf_counter() - started)
+        metrics.record_attempt(decision.ok, schedule_type(binding, trigger), time.perf_counter() - started)
         self._log(binding, trigger, decision, span)
         if span is not None:
             if not decision.ok:
@@ -226,6 +218,7 @@ class BindingScheduler:
         if decision.ok or decision.outcome is core.Outcome.NO_CLUSTER_FIT:
             # Nothing fits: a change to a cluster or the binding brings it back, not time.
             return None
+        metrics.incoming(metrics.SCHEDULE_ATTEMPT_FAILURE)
         return Result(requeue_after=self.options.retry_after)
 
     def _failover_span(self, binding: Binding, trigger: Trigger) -> trace.Span | None:
@@ -333,6 +326,13 @@ class BindingScheduler:
         self.events.emit(_template_ref(binding), event_type, reason, message)
 
 
+def schedule_type(binding: Binding, trigger: Trigger) -> str:
+    """Karmada's schedule_type: a first placement, a replica change, or anything else."""
+    if not binding.spec.clusters and not binding.status.scheduler_observed_generation:
+        return metrics.FIRST_SCHEDULE
+    return metrics.SCALE_SCHEDULE if trigger is Trigger.REPLICAS_CHANGED else metrics.RECONCILE_SCHEDULE
+
+
 def _news(binding: Binding, decision: core.Decision) -> bool:
     """Whether the decision tells a user something: new targets, or a new outcome. Repeating an
     unchanged decision (Duplicated bindings are re-evaluated on every change) makes no Event."""
@@ -434,6 +434,7 @@ class SchedulerLoop:
                       reconciler: BindingScheduler = reconciler) -> None:
                 for key in affected(event):
                     reconciler.force(key)
+                    metrics.incoming(metrics.CLUSTER_CHANGED)
 
             manager.on_event(clusters, force, predicate=cluster_matters)
             manager.watch(clusters, affected, controller, predicate=cluster_matters)
@@ -450,12 +451,16 @@ class SchedulerLoop:
     def _needs_look(reconciler: BindingScheduler) -> Callable[[WatchEvent[Binding]], bool]:
         def predicate(event: WatchEvent[Binding]) -> bool:
             if event.type is EventType.DELETED:
+                metrics.incoming(metrics.BINDING_DELETE)
                 return True
             binding, old = event.obj, event.old
             if old is not None and old.metadata.generation == binding.metadata.generation:
                 return False
             # Its own spec write needs no new decision.
-            return not reconciler.own_change(object_key_of(binding), binding.metadata.generation)
+            needed = not reconciler.own_change(object_key_of(binding), binding.metadata.generation)
+            if needed:
+                metrics.incoming(metrics.BINDING_ADD if old is None else metrics.BINDING_UPDATE)
+            return needed
 
         return predicate
 

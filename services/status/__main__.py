@@ -17,7 +17,7 @@ from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
-from services.status import routing
+from services.status import metrics, routing
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor
 from services.status.lifecycle import ClusterLifecycleReconciler
 from services.status.monitor import Grace
@@ -60,6 +60,7 @@ async def lead(ctx: ServiceContext) -> None:
     ))
     manager.watch(clusters, routing.cluster_name, lifecycle)
     manager.watch(clusters, routing.cluster_name, push, predicate=routing.generation_changed)
+    metrics.track_ready(manager, clusters)
     manager.add_runnable("health-monitor", lambda: monitor.run(args.cluster_monitor_period))
     try:
         await manager.run()

@@ -19,6 +19,7 @@ from flotilla.runtime.controller import Result
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
+from services.status.metrics import CLUSTER_SYNC_STATUS_DURATION
 
 PUSH, PULL = "Push", "Pull"
 
@@ -57,6 +58,7 @@ class PushStatusReconciler:
         if CLUSTER_FINALIZER not in cluster.metadata.finalizers:
             # The lifecycle controller adds it; probing starts once it is there (docs/karmada-rules.md §3 step 1).
             return Result(requeue_after=min(self.frequency, 1.0))
-        update = await self.prober.probe(name, cluster.status, lambda: self.clients.get(cluster))
-        await self.publisher.publish(name, update)
+        with CLUSTER_SYNC_STATUS_DURATION.labels(name).time():
+            update = await self.prober.probe(name, cluster.status, lambda: self.clients.get(cluster))
+            await self.publisher.publish(name, update)
         return Result(requeue_after=self.frequency)
