@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -74,10 +75,19 @@ def render(statuses: Sequence[InstanceStatus]) -> str:
             "yes" if s.leader else "-",
             s.health,
             s.endpoint.address,
+            s.endpoint.metrics_address or "-",
         ]
         for s in statuses
     ]
-    return table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"], rows)
+    return table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS", "METRICS"], rows)
+
+
+def render_json(statuses: Sequence[InstanceStatus]) -> str:
+    return json.dumps({"items": [
+        {"service": s.endpoint.service, "instance": s.endpoint.id, "leader": s.leader, "health": s.health,
+         "address": s.endpoint.address, "metricsAddress": s.endpoint.metrics_address}
+        for s in statuses
+    ]}, indent=2)
 
 
 async def wait_for_services(
@@ -107,13 +117,17 @@ async def wait_for_services(
 async def cmd_status(args: argparse.Namespace) -> int:
     async with open_store(args) as store:
         statuses = await collect(store.client)
-    if not statuses:
+    if args.output == "json":
+        print(render_json(statuses))
+    elif not statuses:
         print(f"No services registered in etcd at {store.endpoints}.")
         return 0
-    print(render(statuses))
+    else:
+        print(render(statuses))
     return 0 if all(s.health == "SERVING" for s in statuses) else 1
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("status", help="each service: replicas, leader, health, address")
+    p = sub.add_parser("status", help="each service: replicas, leader, health, address, metrics address")
+    p.add_argument("-o", "--output", choices=["json"], default=None)
     p.set_defaults(run=cmd_status)

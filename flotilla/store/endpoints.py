@@ -34,6 +34,13 @@ class Endpoint:
     def key(self) -> str:
         return f"{ENDPOINTS_PREFIX}{self.service}/{self.id}"
 
+    @property
+    def metrics_address(self) -> str:
+        """host:port of its Prometheus endpoint (the gRPC address's host), or "" when it has none."""
+        if self.metrics_port <= 0:
+            return ""
+        return f"{self.address.rsplit(':', 1)[0]}:{self.metrics_port}"
+
 
 async def list_endpoints(client: aetcd.Client, service: str | None = None) -> list[Endpoint]:
     prefix = ENDPOINTS_PREFIX + (f"{service}/" if service else "")

@@ -81,7 +81,10 @@ def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
         status = run_cli(str(BIN / "flotillactl"), "status", env=env)
         assert status.returncode == 0, status.stderr
         header, *rows = status.stdout.strip().splitlines()
-        assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS"]
+        assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS", "METRICS"]
+        # Every service shows where Prometheus scrapes it: the gRPC address's host, its metrics port.
+        assert all(r.split()[-1].rsplit(":", 1)[0] == r.split()[-2].rsplit(":", 1)[0]
+                   for r in rows if r.split()[0] in SERVICES), rows
         assert [r.split()[0] for r in rows] == sorted([*SERVICES, "sim", "agent-member3"])
         assert all("SERVING" in r for r in rows)
         fault = run_cli(str(BIN / "flotilla"), "sim", "fault", "member2", "slow", "--latency", "0.01", env=env)
