@@ -1,7 +1,11 @@
-"""Reaching the webhook service: found through the endpoint registry, like every service."""
+"""Reaching the webhook service: found through the endpoint registry, like every service,
+unless FLOTILLA_WEBHOOK_ADDRESS names it (e.g. a `kubectl port-forward` to the webhook
+Service of a plane in a cluster, whose registered pod addresses are not reachable from outside;
+docs/deploy.md)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -14,6 +18,7 @@ from flotilla.store.endpoints import list_endpoints
 
 R = TypeVar("R")
 TIMEOUT = 30.0
+ADDRESS_ENV = "FLOTILLA_WEBHOOK_ADDRESS"
 
 
 class WebhookConflict(CLIError):
@@ -26,6 +31,8 @@ class WebhookClient:
         self._addresses: list[str] | None = None
 
     async def addresses(self) -> list[str]:
+        if self._addresses is None and os.environ.get(ADDRESS_ENV):
+            self._addresses = [a.strip() for a in os.environ[ADDRESS_ENV].split(",") if a.strip()]
         if self._addresses is None:
             found = await list_endpoints(self.store.client, "webhook")
             if not found:

@@ -52,7 +52,8 @@ def apply_env_defaults(parser: argparse.ArgumentParser, environ: Mapping[str, st
         value = environ.get(env_name(longs[0]))
         if value is None:
             continue
-        if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+        if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction
+                      | argparse.BooleanOptionalAction):
             action.default = value.lower() in ("1", "true", "yes")
         elif callable(action.type):  # a type given by registered name is not used here
             action.default = action.type(value)

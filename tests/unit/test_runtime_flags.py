@@ -44,3 +44,14 @@ def test_environment_fills_defaults_and_flags_win() -> None:
     assert args.cluster_failure_threshold == 3.0
     assert (args.etcd_endpoints, args.leader_elect) == ("http://e:1", True)
     assert parser.parse_args(["--cluster-failure-threshold", "1m"]).cluster_failure_threshold == 60
+
+
+@pytest.mark.parametrize(("value", "expected"), [("true", True), ("false", False), ("0", False), ("yes", True)])
+def test_environment_sets_boolean_optional_flags(value: str, expected: bool) -> None:
+    """`--leader-elect/--no-leader-elect` from FLOTILLA_LEADER_ELECT is a bool, not the string
+    (the Deployments in deploy/k8s set it this way)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--leader-elect", default=not expected, action=argparse.BooleanOptionalAction)
+    apply_env_defaults(parser, {"FLOTILLA_LEADER_ELECT": value})
+    assert parser.parse_args([]).leader_elect is expected
+    assert parser.parse_args(["--no-leader-elect"]).leader_elect is False
