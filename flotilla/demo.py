@@ -90,6 +90,12 @@ def format_timeline(title: str, fault_at: datetime, entries: Sequence[TimelineEn
     return lines
 
 
+def event_text(reason: str, message: str, limit: int = 90) -> str:
+    """An Event on one line: its reason, then its message cut to `limit` characters."""
+    text = f"{reason}: {' '.join(message.split())}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def ts(timestamp: Timestamp) -> datetime:
     return timestamp.ToDatetime(tzinfo=UTC)
 
@@ -252,11 +258,11 @@ def run(args: argparse.Namespace) -> int:
     plane = LocalControlPlane(data_dir, None, free_port(), detach=True, extra_env=service_env("demo", {}),
                               sim_clusters=3)
     plane.ensure_not_running()
+    prepare_data_dir(data_dir)
     pointer_before = _pointer_text()
     keep = False
     with signals_as_interrupt():
         try:
-            prepare_data_dir(data_dir)
             narrator.say("Starting Flotilla: etcd (its database), its six services, and three simulated "
                          f"Kubernetes clusters, member1..member3 (fast demo timings; files in {data_dir})")
             plane.start()
@@ -440,6 +446,7 @@ class Walkthrough:
         n = self.n
         demo = PROFILES["demo"]
         failure_threshold = duration(demo["FLOTILLA_CLUSTER_FAILURE_THRESHOLD"])
+        success_threshold = duration(demo["FLOTILLA_CLUSTER_SUCCESS_THRESHOLD"])
         toleration = int(demo["FLOTILLA_DEFAULT_NOT_READY_TOLERATION_SECONDS"])
         health_taints = (TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE)
 
@@ -469,28 +476,36 @@ class Walkthrough:
         await self.fault("member1", "down")
         fault_at = n.clock()
         n.say("member1 goes down: its API server stops answering (a simulated outage)", fault_at)
+        seen: list[TimelineEntry] = []
         not_ready = await n.step(
             "member1 marked not Ready",
             self.cluster_state("member1", cluster_mark, lambda c: ready_status(c) not in ("True", ""), "Ready=False"),
             30, f"member1 stopped answering; Flotilla marks it not Ready after {failure_threshold:g} s of failed "
                 "probes")
-        await n.step("member1 tainted NoSchedule", self.cluster_state("member1", cluster_mark, tainted("NoSchedule"),
-                                                                      ""),
-                     30, "Flotilla taints member1 NoSchedule: nothing new will be placed there")
-        await n.step("member1 tainted NoExecute", self.cluster_state("member1", cluster_mark, tainted("NoExecute"), ""),
-                     30, f"Then NoExecute: workloads that do not tolerate it for {toleration} s will be moved off")
+        seen.append(TimelineEntry(not_ready.at, "cluster status", "member1 Ready=False"))
+        no_schedule = await n.step("member1 tainted NoSchedule",
+                                   self.cluster_state("member1", cluster_mark, tainted("NoSchedule"), ""), 30,
+                                   "Flotilla taints member1 NoSchedule: nothing new will be placed there")
+        seen.append(TimelineEntry(no_schedule.at, "cluster taints", "member1 tainted NoSchedule"))
+        no_execute = await n.step("member1 tainted NoExecute",
+                                  self.cluster_state("member1", cluster_mark, tainted("NoExecute"), ""), 30,
+                                  f"Then NoExecute: workloads that do not tolerate it for {toleration} s "
+                                  "will be moved off")
 
         async def evicted() -> Seen | str | None:
             found = self.bindings.first(key, binding_mark, lambda b: any(
                 t.from_cluster == "member1" for t in b.spec.graceful_eviction_tasks))
             return Seen(found.at) if found else None
-        await n.step("nginx evicted from member1", evicted, 60,
+        seen.append(TimelineEntry(no_execute.at, "cluster taints", "member1 tainted NoExecute"))
+        eviction = await n.step("nginx evicted from member1", evicted, 60,
                      f"The taint outlasted nginx's {toleration} s toleration: Flotilla evicts nginx from member1. "
                      "It keeps member1's copy (a graceful eviction task) until the replacement is ready")
-        await n.step("nginx rescheduled to member2:3", self.binding_placed("nginx-deployment", "member2:3",
+        seen.append(TimelineEntry(eviction.at, "binding", "graceful eviction task for member1 added"))
+        moved = await n.step("nginx rescheduled to member2:3", self.binding_placed("nginx-deployment", "member2:3",
                                                                            binding_mark), 60,
                      "The scheduler moves member1's replica to member2: member2 now gets all 3")
-        await n.step("3 replicas ready in member2", self.ready_in("member2", "nginx", 3), 60,
+        seen.append(TimelineEntry(moved.at, "binding", "placed member2:3"))
+        ready = await n.step("3 replicas ready in member2", self.ready_in("member2", "nginx", 3), 60,
                      "member2 runs 3/3 ready replicas of nginx")
 
         async def task_dropped() -> Seen | str | None:
@@ -502,9 +517,11 @@ class Walkthrough:
             found = self.bindings.first(key, binding_mark, lambda b: placement(b) == "member2:3"
                                         and not b.spec.graceful_eviction_tasks)
             return Seen(found.at) if found else None
-        await n.step("the graceful eviction task dropped", task_dropped, 60,
+        seen.append(TimelineEntry(ready.at, "member2", "3/3 replicas ready"))
+        dropped = await n.step("the graceful eviction task dropped", task_dropped, 60,
                      "The new replicas are ready, so Flotilla drops the graceful eviction task: member1's copy is "
                      "no longer needed")
+        seen.append(TimelineEntry(dropped.at, "binding", "graceful eviction task dropped"))
         back = await n.step("the nginx template reading 3/3 again", self.template_ready("nginx", 3), 60,
                             "The nginx Deployment reads 3/3 ready again, all on member2")
 
@@ -523,7 +540,7 @@ class Walkthrough:
         n.say("member1 comes back: its API server answers again")
         await n.step("member1 Ready", self.cluster_state("member1", cluster_mark, lambda c: ready_status(c) == "True",
                                                          ""), 60,
-                     "Flotilla marks member1 Ready again after 3 s of good probes")
+                     f"Flotilla marks member1 Ready again after {success_threshold:g} s of good probes")
         await n.step("member1 untainted", self.cluster_state(
             "member1", cluster_mark, lambda c: ready_status(c) == "True" and not any(
                 t.key in health_taints for t in c.spec.taints), ""), 60,
@@ -557,7 +574,7 @@ class Walkthrough:
                      "The nginx Deployment still reads 3/3 ready")
 
         # 5. The timeline of the failover.
-        await self.print_timeline(fault_at, not_ready.at, back.at)
+        await self.print_timeline(fault_at, seen, back.at)
 
         # 6. Application failover.
         n.say("Application failover: applying examples/nginx-app-failover.yaml, an api Deployment split 1:1 "
@@ -578,14 +595,13 @@ class Walkthrough:
         n.print(detail_lines([f"failover history of api: {r.from_cluster} -> {','.join(r.to_clusters)} "
                               f"({r.reason}, by {r.producer})" for r in records]))
 
-    async def print_timeline(self, fault_at: datetime, not_ready_at: datetime, back_at: datetime) -> None:
+    async def print_timeline(self, fault_at: datetime, seen: list[TimelineEntry], back_at: datetime) -> None:
         from flotilla.store.events import events_for
 
         key = "default/nginx-deployment"
         binding = self.bindings.latest(key)
         cluster = self.clusters.latest("member1")
-        entries = [TimelineEntry(fault_at, "demo", "member1 goes down"),
-                   TimelineEntry(not_ready_at, "cluster status", "member1 Ready=False")]
+        entries = [TimelineEntry(fault_at, "demo", "member1 goes down"), *seen]
         recovery = None
         if binding is not None:
             for r in binding.status.failover_history:
@@ -605,7 +621,7 @@ class Walkthrough:
             for event in await events_for(self.store, obj):
                 at = ts(event.first_timestamp) if event.HasField("first_timestamp") else ts(event.last_timestamp)
                 if at >= fault_at.replace(microsecond=0) and at <= back_at:
-                    entries.append(TimelineEntry(at, "event", f"{event.reason}: {' '.join(event.message.split())}"))
+                    entries.append(TimelineEntry(at, "event", event_text(event.reason, event.message)))
         lines = format_timeline("The failover of member1, step by step (from status.failoverHistory, the Events, "
                                 "and what the demo saw):", fault_at, entries, recovery,
                                 (back_at - fault_at).total_seconds())
