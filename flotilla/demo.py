@@ -288,15 +288,15 @@ def run(args: argparse.Namespace) -> int:
         except (UpError, TimeoutError) as e:
             raise UpError(f"{e} (logs: {data_dir / 'logs'})") from e
         finally:
-            if keep:
-                _print_keep(narrator, plane.endpoints, data_dir)
-            else:
+            if not keep:
                 with contextlib.suppress(KeyboardInterrupt):
                     plane.stop()
                     RunState.path(data_dir).unlink(missing_ok=True)
                     forget_plane(data_dir)
                     _restore_pointer(pointer_before)
     narrator.say("Demo complete: every step happened." + ("" if keep else " The plane is stopped."))
+    if keep:
+        _print_keep(narrator, plane.endpoints, data_dir)
     return 0
 
 
