@@ -458,9 +458,10 @@ class Walkthrough:
             return lambda c: any(t.key in health_taints and t.effect == effect for t in c.spec.taints)
 
         # 2. nginx, split 1:2.
+        applied_at = n.clock()
+        applied = await self.apply("nginx-divided.yaml")
         n.say("Applying examples/nginx-divided.yaml: an nginx Deployment with 3 replicas, and a policy that "
-              "shares them between member1 and member2 in the ratio 1:2",
-              details=await self.apply("nginx-divided.yaml"))
+              "shares them between member1 and member2 in the ratio 1:2", applied_at, details=applied)
         await n.step("nginx placed member1:1, member2:2",
                      self.binding_placed("nginx-deployment", "member1:1,member2:2"), 60,
                      "The scheduler placed nginx: 1 replica on member1, 2 on member2")
@@ -577,10 +578,10 @@ class Walkthrough:
         await self.print_timeline(fault_at, seen, back.at)
 
         # 6. Application failover.
+        applied_at = n.clock()
+        applied = await self.apply("nginx-app-failover.yaml")
         n.say("Application failover: applying examples/nginx-app-failover.yaml, an api Deployment split 1:1 "
-              "over member2 and member3, moved if it stays unhealthy for 5 s",
-              details=await self.apply("nginx-app-failover.yaml"))
-        api_mark = self.bindings.mark("default/api-deployment")
+              "over member2 and member3, moved if it stays unhealthy for 5 s", applied_at, details=applied)
         await n.step("api placed member2:1, member3:1", self.binding_placed("api-deployment", "member2:1,member3:1"),
                      60, "The scheduler placed api: 1 replica on member2, 1 on member3")
         await n.step("api ready in member3", self.ready_in("member3", "api", 1), 60, "api is 1/1 ready in member3")
