@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 demo: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" bash scripts/demo.sh
+	$(BIN)/flotilla demo
 
 protos: $(STAMP)
 	$(BIN)/python scripts/gen_protos.py

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from flotilla import context as ctx
+from flotilla import demo
 from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import feature_gates
@@ -446,6 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_down = sub.add_parser("down", help="stop what `up --detach` started")
     p_down.add_argument("--data-dir", default=None,
                         help=f"default: {DEFAULT_DATA_DIR} if a plane runs from there, else the current context's")
+    demo.register(sub)
     p_sim = sub.add_parser("sim", help="the member-cluster simulator")
     sim_sub = p_sim.add_subparsers(dest="sim_command", required=True)
     p_fault = sim_sub.add_parser("fault", help="inject or clear a fault in a simulated cluster")
@@ -469,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
             return up(args)
         if args.command == "sim":
             return sim_fault(args)
+        if args.command == "demo":
+            return demo.run(args)
         return down(_resolve_data_dir(args.data_dir))
     except KeyboardInterrupt:
         return 130

@@ -1,0 +1,78 @@
+"""`flotilla demo` end to end: run as a user runs it (its own data dir, a tmp HOME from conftest),
+it narrates every step, exits 0, stops its plane and leaves the user's current-context pointer alone."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flotilla import context as ctx
+from tests.conftest import ROOT
+from tests.e2e.planes import BIN
+
+pytestmark = pytest.mark.e2e
+
+# One phrase of each step's narrated line, in the order they must appear.
+STEPS = [
+    "Starting Flotilla",
+    "Three member clusters joined and Ready",
+    "Applying examples/nginx-divided.yaml",
+    "placed nginx: 1 replica on member1, 2 on member2",
+    "nginx 1/1 ready in member1",
+    "nginx 2/2 ready in member2",
+    "reads 3/3 ready",
+    "member1 goes down",
+    "Flotilla marks it not Ready after 3 s of failed probes",
+    "taints member1 NoSchedule",
+    "Then NoExecute",
+    "Flotilla evicts nginx from member1",
+    "member2 now gets all 3",
+    "member2 runs 3/3 ready replicas of nginx",
+    "drops the graceful eviction task",
+    "reads 3/3 ready again",
+    "status.failoverHistory",
+    "member1 comes back",
+    "Flotilla marks member1 Ready again",
+    "removes its taints",
+    "deletes the copy of nginx that member1 still had",
+    "member1's Work for it",
+    "Nothing moves back",
+    "still reads 3/3 ready",
+    "The failover's timeline",
+    "Application failover",
+    "placed api: 1 replica on member2, 1 on member3",
+    "api is 1/1 ready in member3",
+    "api's pods on member3 stop being ready",
+    "Flotilla moves its replica to member2",
+    "Demo complete: every step happened",
+]
+
+STAMP = re.compile(r"^\[\d\d:\d\d:\d\d \+\s*\d+\.\ds\] ")
+
+
+def test_demo_narrates_every_step_and_stops(tmp_path: Path) -> None:
+    pointer = ctx.pointer_path()
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    other = tmp_path / "users-plane"
+    pointer.write_text(f"{other}\n")
+    data_dir = tmp_path / "demo"
+    result = subprocess.run([str(BIN / "flotilla"), "demo", "--data-dir", str(data_dir)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=240, env=os.environ.copy())
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    narrated = [line for line in lines if STAMP.match(line)]
+    position = 0
+    for phrase in STEPS:
+        found = next((i for i, line in enumerate(narrated) if i >= position and phrase in line), None)
+        assert found is not None, f"no narrated line with {phrase!r} after line {position}:\n{result.stdout}"
+        position = found
+    assert re.search(r"Recovery time \(eviction -> every new replica Healthy, from status.failoverHistory\): "
+                     r"\d+\.\ds", result.stdout), result.stdout
+    # The plane is stopped, its context gone, and the user's pointer still names their plane.
+    assert not (data_dir / "run.json").exists()
+    assert not ctx.Context.path(data_dir).exists()
+    assert pointer.read_text() == f"{other}\n"
