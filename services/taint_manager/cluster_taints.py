@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+
+from opentelemetry import trace
 
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -22,6 +25,7 @@ from services.taint_manager.condition_taints import apply_plan, plan_condition_t
 from services.taint_manager.taint_policy import apply_policies
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("flotilla.taint_manager")
 
 
 @dataclass(frozen=True)
@@ -78,9 +82,28 @@ class ClusterTaintReconciler:
             except NotFound:
                 return None
             log.info("event=taint cluster=%s taints=%s", key, describe_taints(written))
+            _trace_taints(cluster, written, now)
             if self.events is not None:
                 await self.events.normal(written, "TaintClusterSucceed",
                                          f"Taint cluster succeed: {describe_taints(written)}.")
         if plan.recheck_at is not None:
             return Result(requeue_after=max((plan.recheck_at - now).total_seconds(), 0.0))
         return None
+
+
+def _trace_taints(before: cluster_pb2.Cluster, after: cluster_pb2.Cluster, now: datetime) -> None:
+    """The failover trace stamped on the cluster gets a span for each taint added."""
+    parent = context_from(after.metadata.annotations)
+    if parent is None:
+        return
+    present = {(t.key, t.effect) for t in before.spec.taints}
+    for taint in after.spec.taints:
+        if (taint.key, taint.effect) in present:
+            continue
+        added = taint.time_added.ToDatetime(tzinfo=UTC) if taint.HasField("time_added") else now
+        at = int(added.timestamp() * 1e9)
+        span = _tracer.start_span("cluster.taint", context=parent, start_time=at, attributes={
+            **failover_attributes("taint", cluster=after.metadata.name, reason=f"{taint.key}:{taint.effect}"),
+            "flotilla.taint.effect": taint.effect,
+        })
+        span.end(end_time=at)
