@@ -16,10 +16,9 @@ import logging
 from opentelemetry import trace
 from prometheus_client import Histogram
 
-from flotilla.api.v1 import work_pb2
-
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.keys import object_key
+from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import RTO_SECONDS, context_from, failover_attributes
