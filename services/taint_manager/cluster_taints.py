@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from opentelemetry import trace
 
 from flotilla.api import registry
+from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import cluster_pb2, policy_pb2
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes
@@ -54,6 +56,33 @@ class ClusterTaintReconciler:
         self.policies = policies
         self.config = config
         self.events = events
+        # Per cluster: the failover trace on it, and the taints already given a span in it.
+        self._traced: dict[str, tuple[str, set[tuple[str, str]]]] = {}
+
+    def _trace_taints(self, cluster: cluster_pb2.Cluster) -> None:
+        """Each taint added since the cluster left Ready gets a span in the failover trace stamped on
+        it, once. Looked at on every pass, not only when a taint is written: the first taint can be
+        written before the status service has stamped the trace."""
+        name = cluster.metadata.name
+        stamp = cluster.metadata.annotations.get(TRACEPARENT_ANNOTATION, "")
+        parent = context_from(cluster.metadata.annotations)
+        ready = get_condition(cluster.status.conditions, "Ready")
+        if parent is None or ready is None or ready.status == TRUE:
+            return
+        if self._traced.get(name, ("", set()))[0] != stamp:
+            self._traced[name] = (stamp, set())
+        done = self._traced[name][1]
+        since = ready.last_transition_time.seconds
+        for taint in cluster.spec.taints:
+            if (taint.key, taint.effect) in done or taint.time_added.seconds < since:
+                continue
+            done.add((taint.key, taint.effect))
+            at = taint.time_added.ToNanoseconds()
+            span = _tracer.start_span("cluster.taint", context=parent, start_time=at, attributes={
+                **failover_attributes("taint", cluster=name, reason=f"{taint.key}:{taint.effect}"),
+                "flotilla.taint.effect": taint.effect,
+            })
+            span.end(end_time=at)
 
     def auto_no_execute(self) -> bool:
         # With any ClusterTaintPolicy, policies decide NoExecute taints, as in Karmada >= v1.14.
@@ -82,28 +111,12 @@ class ClusterTaintReconciler:
             except NotFound:
                 return None
             log.info("event=taint cluster=%s taints=%s", key, describe_taints(written))
-            _trace_taints(cluster, written, now)
             if self.events is not None:
                 await self.events.normal(written, "TaintClusterSucceed",
                                          f"Taint cluster succeed: {describe_taints(written)}.")
+            cluster = written
+        self._trace_taints(cluster)
         if plan.recheck_at is not None:
             return Result(requeue_after=max((plan.recheck_at - now).total_seconds(), 0.0))
         return None
 
-
-def _trace_taints(before: cluster_pb2.Cluster, after: cluster_pb2.Cluster, now: datetime) -> None:
-    """The failover trace stamped on the cluster gets a span for each taint added."""
-    parent = context_from(after.metadata.annotations)
-    if parent is None:
-        return
-    present = {(t.key, t.effect) for t in before.spec.taints}
-    for taint in after.spec.taints:
-        if (taint.key, taint.effect) in present:
-            continue
-        added = taint.time_added.ToDatetime(tzinfo=UTC) if taint.HasField("time_added") else now
-        at = int(added.timestamp() * 1e9)
-        span = _tracer.start_span("cluster.taint", context=parent, start_time=at, attributes={
-            **failover_attributes("taint", cluster=after.metadata.name, reason=f"{taint.key}:{taint.effect}"),
-            "flotilla.taint.effect": taint.effect,
-        })
-        span.end(end_time=at)
