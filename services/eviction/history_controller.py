@@ -79,9 +79,10 @@ def _trace_recovered(binding: Binding, key: str, record: work_pb2.FailoverRecord
     parent = context_from(binding.metadata.annotations)
     if parent is None:
         return
+    kind, _, name = key.partition(":")
+    attributes = failover_attributes("replicas-ready", cluster=",".join(record.to_clusters), binding=name,
+                                     kind=kind, reason=record.reason)
     span = _tracer.start_span("binding.replicas_ready", context=parent, start_time=record.time.ToNanoseconds(),
-                              attributes={**failover_attributes("replicas-ready", cluster=",".join(record.to_clusters),
-                                                                binding=key.partition(":")[2], kind=binding.kind,
-                                                                reason=record.reason),
-                                          RTO_SECONDS: seconds, "flotilla.evicted_from": record.from_cluster})
+                              attributes={**attributes, RTO_SECONDS: seconds,
+                                          "flotilla.evicted_from": record.from_cluster})
     span.end(end_time=record.recovered_time.ToNanoseconds())
