@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.bindings import Binding, kind_of, parse_binding_key
 from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.runtime.clock import Clock
@@ -120,7 +120,7 @@ class GracefulEvictionReconciler:
             "binding.graceful_eviction", context=context_from(binding.metadata.annotations),
             attributes=failover_attributes(
                 "task-dropped", cluster=",".join(d.task.from_cluster for d in verdict.dropped), binding=key,
-                kind=binding.kind, reason=",".join(sorted({d.why.value for d in verdict.dropped}))),
+                kind=kind_of(binding).kind, reason=",".join(sorted({d.why.value for d in verdict.dropped}))),
         ):
             written = await self.store.update(updated, original=binding)
         for dropped in verdict.dropped:

@@ -177,7 +177,7 @@ class BindingReconciler:
             return
         with self.tracer.start_as_current_span(
             "binding.sync-works", context=parent,
-            attributes={**failover_attributes("sync-works", binding=key.partition(":")[2], kind=binding.kind),
+            attributes={**failover_attributes("sync-works", binding=key.partition(":")[2], kind=key.partition(":")[0]),
                         "flotilla.clusters": ",".join(works.work_cluster(w) or "" for w in desired)},
         ) as span:
             yield traceparent(span)
