@@ -14,7 +14,7 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.clusterstatus.observation import ReadyObservation
 from flotilla.clusterstatus.prober import ClusterProber, StatusUpdate, persisted_ready
-from flotilla.runtime.tracecontext import traceparent
+from flotilla.runtime.tracecontext import failover_attributes, traceparent
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 
@@ -56,9 +56,14 @@ class StatusPublisher:
         span = self.tracer.start_span(
             "cluster.unhealthy",
             start_time=_ns(start),
-            attributes={"flotilla.cluster": name, "flotilla.reason": update.ready.reason,
-                        "flotilla.step": "detect"},
+            attributes=failover_attributes("detect", cluster=name, reason=update.ready.reason),
         )
+        # The probes that led here, as events at the time each was taken.
+        for probe in self.prober.history(name):
+            span.add_event("probe", timestamp=_ns(probe.time), attributes={
+                "flotilla.probe.online": probe.online, "flotilla.probe.healthy": probe.healthy,
+                "flotilla.probe.error": probe.error, "flotilla.probe.observed": probe.observed.status,
+            })
         span.end(end_time=_ns(update.now))
         parent = traceparent(span)
 

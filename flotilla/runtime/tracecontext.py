@@ -29,3 +29,26 @@ def context_from(annotations: Mapping[str, str]) -> context.Context | None:
     if not value:
         return None
     return _PROPAGATOR.extract({"traceparent": value})
+
+
+# The attributes of failover spans, one spelling each (OpenTelemetry semantic-convention style).
+STEP = "flotilla.step"
+CLUSTER = "flotilla.cluster"
+BINDING = "flotilla.binding"
+BINDING_KIND = "flotilla.binding.kind"
+REASON = "flotilla.reason"
+RTO_SECONDS = "flotilla.rto_seconds"
+
+# The steps of a failover, in the order they happen (`flotillactl trace` sorts by this).
+STEPS = ("detect", "taint", "toleration-wait", "evict", "reschedule", "sync-works", "apply", "replicas-ready",
+         "task-dropped", "purge")
+
+
+def failover_attributes(step: str, *, cluster: str = "", binding: str = "", kind: str = "",
+                        reason: str = "") -> dict[str, str]:
+    """A failover span's attributes: `binding` is `namespace/name` (just `name` when cluster-scoped)."""
+    attributes = {STEP: step}
+    for key, value in ((CLUSTER, cluster), (BINDING, binding), (BINDING_KIND, kind), (REASON, reason)):
+        if value:
+            attributes[key] = value
+    return attributes

@@ -48,7 +48,22 @@ def setup_tracing(service_name: str, trace_file: str | None = None) -> TracerPro
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
+    instrument_grpc()
     return provider
+
+
+def instrument_grpc() -> None:
+    """A span for every call to Flotilla's own RPCs (grpc.aio servers and channels made from now on),
+    with the caller's trace context in its metadata. etcd's RPCs and health checks are left out: they
+    run all the time and would bury the failover spans."""
+    from opentelemetry.instrumentation.grpc import GrpcAioInstrumentorClient, GrpcAioInstrumentorServer
+    from opentelemetry.instrumentation.grpc.filters import service_prefix
+
+    ours = service_prefix("flotilla.")
+    instrumentors = (GrpcAioInstrumentorServer(filter_=ours), GrpcAioInstrumentorClient(filter_=ours))  # type: ignore[no-untyped-call]
+    for instrumentor in instrumentors:
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument()
 
 
 def _otlp_requested() -> bool:

@@ -22,16 +22,18 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.eviction import StateNotCollected
 from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from
+from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
@@ -106,11 +108,17 @@ class ApplicationFailoverReconciler:
         updated = copy_of(binding)
         updated.spec.CopyFrom(spec)
         key = object_key(binding.metadata.namespace, binding.metadata.name)
+        # An eviction opens a new failover trace (stamped on the binding for the steps after it);
+        # pruning the history continues the last one.
+        parent = Context() if decision.evict else context_from(binding.metadata.annotations)
         with self.tracer.start_as_current_span(
-            "binding.application_failover", context=context_from(binding.metadata.annotations),
-            attributes={"flotilla.binding": key, "flotilla.binding.kind": binding.kind,
-                        "flotilla.step": "evicted" if decision.evict else "history-pruned"},
-        ):
+            "binding.application_failover", context=parent,
+            attributes=failover_attributes("evict" if decision.evict else "history-pruned",
+                                           cluster=",".join(decision.evict), binding=key, kind=binding.kind,
+                                           reason="ApplicationFailover"),
+        ) as span:
+            if decision.evict:
+                updated.metadata.annotations[TRACEPARENT_ANNOTATION] = traceparent(span)
             written = await self.store.update(updated, original=binding)
         if not decision.evict:
             return

@@ -21,12 +21,12 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.bindings import Binding, kind_of, parse_binding_key
 from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from
+from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
@@ -118,8 +118,9 @@ class GracefulEvictionReconciler:
         key = object_key(binding.metadata.namespace, binding.metadata.name)
         with self.tracer.start_as_current_span(
             "binding.graceful_eviction", context=context_from(binding.metadata.annotations),
-            attributes={"flotilla.binding": key, "flotilla.binding.kind": binding.kind,
-                        "flotilla.step": "task-dropped"},
+            attributes=failover_attributes(
+                "task-dropped", cluster=",".join(d.task.from_cluster for d in verdict.dropped), binding=key,
+                kind=kind_of(binding).kind, reason=",".join(sorted({d.why.value for d in verdict.dropped}))),
         ):
             written = await self.store.update(updated, original=binding)
         for dropped in verdict.dropped:

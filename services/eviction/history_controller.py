@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import logging
 
+from opentelemetry import trace
 from prometheus_client import Histogram
 
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.keys import object_key
+from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import RTO_SECONDS, context_from, failover_attributes
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.informer import Informer
@@ -26,6 +29,7 @@ from services.eviction.graceful import health_of
 from services.eviction.history import recovery_seconds, update_history
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("flotilla.eviction")
 
 RECOVERY_SECONDS = Histogram(
     "flotilla_failover_recovery_seconds",
@@ -64,6 +68,21 @@ class FailoverHistoryReconciler:
             seconds = recovery_seconds(record)
             if seconds is not None:
                 RECOVERY_SECONDS.observe(seconds)
+                _trace_recovered(binding, key, record, seconds)
                 log.info("event=failover-recovered binding=%s kind=%s from=%s to=%s seconds=%.3f", key,
                          binding.kind, record.from_cluster, ",".join(record.to_clusters), seconds)
         return None
+
+
+def _trace_recovered(binding: Binding, key: str, record: work_pb2.FailoverRecord, seconds: float) -> None:
+    """The new placement turned Healthy: a span from the eviction to then, carrying the binding's RTO."""
+    parent = context_from(binding.metadata.annotations)
+    if parent is None:
+        return
+    kind, _, name = key.partition(":")
+    attributes = failover_attributes("replicas-ready", cluster=",".join(record.to_clusters), binding=name,
+                                     kind=kind, reason=record.reason)
+    span = _tracer.start_span("binding.replicas_ready", context=parent, start_time=record.time.ToNanoseconds(),
+                              attributes={**attributes, RTO_SECONDS: seconds,
+                                          "flotilla.evicted_from": record.from_cluster})
+    span.end(end_time=record.recovered_time.ToNanoseconds())

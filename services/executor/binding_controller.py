@@ -32,7 +32,7 @@ from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from, traceparent
+from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -135,7 +135,7 @@ class BindingReconciler:
             log.warning("event=skip-binding binding=%s reason=NoPermanentID", key)
             return None
         await self._delete(works.orphan_works(existing, works.expected_clusters(binding.spec)), key,
-                           directly=works.directly_clusters(binding.spec))
+                           directly=works.directly_clusters(binding.spec), failed_over=binding)
         blocked = works.directly_blocking(binding.spec, existing)
         await self._report_pending(rt, binding, blocked)
         if blocked:
@@ -179,7 +179,7 @@ class BindingReconciler:
             return
         with self.tracer.start_as_current_span(
             "binding.sync-works", context=parent,
-            attributes={"flotilla.binding": key, "flotilla.step": "sync-works",
+            attributes={**failover_attributes("sync-works", binding=key.partition(":")[2], kind=key.partition(":")[0]),
                         "flotilla.clusters": ",".join(works.work_cluster(w) or "" for w in desired)},
         ) as span:
             yield traceparent(span)
@@ -223,6 +223,9 @@ class BindingReconciler:
                 return False
             if stamp:
                 merged.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
+            else:
+                # Written outside a failover: the member apply that follows is no step of one.
+                merged.metadata.annotations.pop(TRACEPARENT_ANNOTATION, None)
             work.CopyFrom(merged)
             done.written.append(cluster)
             return True
@@ -267,16 +270,36 @@ class BindingReconciler:
                                        f"deletion: it completes when the cluster is back, or once it is unjoined")
         return WORK_DELETING, f"{waiting}; the member is deleting it"
 
-    async def _delete(self, doomed: list[work_pb2.Work], key: str, directly: set[str] | None = None) -> None:
+    async def _delete(self, doomed: list[work_pb2.Work], key: str, directly: set[str] | None = None,
+                      failed_over: Binding | None = None) -> None:
         for work in doomed:
             if works.is_deleting(work):
                 continue
             if directly and works.work_cluster(work) in directly:
                 await self._mark_directly(work)
+            if failed_over is not None:
+                await self._stamp_purge(work, failed_over)
             with contextlib.suppress(NotFound):
                 await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
             log.info("event=delete-work binding=%s cluster=%s work=%s/%s", key, works.work_cluster(work),
                      work.metadata.namespace, work.metadata.name)
+
+    async def _stamp_purge(self, work: work_pb2.Work, binding: Binding) -> None:
+        """The old copy of a failed-over binding is being deleted: its purge joins the binding's
+        failover trace (the execution controller's span when the Work is finally gone)."""
+        stamp = binding.metadata.annotations.get(TRACEPARENT_ANNOTATION, "")
+        cluster = works.work_cluster(work)
+        if not stamp or not any(r.from_cluster == cluster for r in binding.status.failover_history):
+            return
+
+        def change(obj: work_pb2.Work) -> bool:
+            if obj.metadata.annotations.get(TRACEPARENT_ANNOTATION) == stamp:
+                return False
+            obj.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
+            return True
+
+        with contextlib.suppress(NotFound):
+            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change)
 
     async def _mark_directly(self, work: work_pb2.Work) -> None:
         """Mark a Work about to be deleted for a Directly task: until it is gone, the binding's new

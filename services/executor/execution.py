@@ -9,25 +9,35 @@ clusters are ours and `connect` gives the client for one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
+
+from opentelemetry import trace
 
 from flotilla.api import registry
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.api.wellknown import EXECUTION_FINALIZER
+from flotilla.api.wellknown import (
+    CRB_NAME_ANNOTATION,
+    EXECUTION_FINALIZER,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+)
 from flotilla.member import MemberClient, MemberError
 from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.executor import metrics
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("flotilla.executor")
 
 APPLIED, DISPATCHING = "Applied", "Dispatching"
 UNKNOWN = "Unknown"
@@ -96,7 +106,9 @@ class ExecutionReconciler:
                     metrics.count_delete(manifest, cluster.metadata.name, e)
                     raise
                 metrics.count_delete(manifest, cluster.metadata.name, None)
-        await self._remove_finalizer(work)
+        with _failover_span(work, "work.purge", "purge", cluster_of_execution_namespace(work.metadata.namespace) or "",
+                            start=work.metadata.deletion_timestamp.ToNanoseconds()):
+            await self._remove_finalizer(work)
         log.info("event=work-deleted work=%s/%s cluster_cleaned=%s", work.metadata.namespace, work.metadata.name,
                  not keep and not releasing)
 
@@ -127,14 +139,17 @@ class ExecutionReconciler:
         errors: list[MemberError | ValueError] = []
         items = manifests(work)
         first = get_condition(work.status.conditions, APPLIED) is None
-        for manifest in items:
-            try:
-                await client.apply(manifest)
-            except (MemberError, ValueError) as e:
-                errors.append(e)
-                metrics.count_apply(manifest, cluster.metadata.name, first, e)
-                continue
-            metrics.count_apply(manifest, cluster.metadata.name, first, None)
+        with _failover_span(work, "work.apply", "apply", cluster.metadata.name) as span:
+            for manifest in items:
+                try:
+                    await client.apply(manifest)
+                except (MemberError, ValueError) as e:
+                    errors.append(e)
+                    metrics.count_apply(manifest, cluster.metadata.name, first, e)
+                    continue
+                metrics.count_apply(manifest, cluster.metadata.name, first, None)
+            if span is not None and errors:
+                span.set_status(trace.StatusCode.ERROR, str(errors[0]))
         if errors:
             applied = (APPLIED, FALSE, "AppliedFailed",
                        f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): "
@@ -175,3 +190,23 @@ class ExecutionReconciler:
 def work_cluster(key: str) -> str | None:
     namespace, _ = split_key(key)
     return cluster_of_execution_namespace(namespace)
+
+
+@contextlib.contextmanager
+def _failover_span(work: work_pb2.Work, name: str, step: str, cluster: str,
+                   start: int | None = None) -> Iterator[trace.Span | None]:
+    """A span of the failover trace the binding controller stamped on the Work, if it did."""
+    parent = context_from(work.metadata.annotations)
+    if parent is None:
+        yield None
+        return
+    annotations = work.metadata.annotations
+    namespace = annotations.get(RB_NAMESPACE_ANNOTATION, "")
+    binding = f"{namespace}/{annotations[RB_NAME_ANNOTATION]}" if RB_NAME_ANNOTATION in annotations else \
+        annotations.get(CRB_NAME_ANNOTATION, "")
+    kind = "ResourceBinding" if RB_NAME_ANNOTATION in annotations else "ClusterResourceBinding"
+    with _tracer.start_as_current_span(name, context=parent, start_time=start or None, attributes={
+        **failover_attributes(step, cluster=cluster, binding=binding, kind=kind),
+        "flotilla.work": f"{work.metadata.namespace}/{work.metadata.name}",
+    }) as span:
+        yield span

@@ -30,7 +30,7 @@ from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDUL
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Result
 from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
-from flotilla.runtime.tracecontext import context_from, traceparent
+from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
 from flotilla.scheduler.framework import Framework
@@ -230,8 +230,8 @@ class BindingScheduler:
             "binding.reschedule",
             context=parent,
             attributes={
-                "flotilla.step": "reschedule",
-                "flotilla.binding": f"{self.kind.kind}/{object_key_of(binding)}",
+                **failover_attributes("reschedule", binding=object_key_of(binding), kind=self.kind.kind,
+                                      reason=trigger.value),
                 "flotilla.trigger": trigger.value,
                 "flotilla.evicted_from": ",".join(t.from_cluster for t in binding.spec.graceful_eviction_tasks),
             },
@@ -309,6 +309,9 @@ class BindingScheduler:
             reasons.setdefault((item.plugin, item.reason), []).append(item.cluster)
         unfit = "; ".join(f"{plugin}({reason})={','.join(clusters)}" for (plugin, reason), clusters in reasons.items())
         trace_id = f" trace_id={span.get_span_context().trace_id:032x}" if span is not None else ""
+        if span is not None:
+            span.set_attribute("flotilla.schedule.result", decision.outcome.value)
+            span.set_attribute("flotilla.schedule.unfit", unfit)
         clusters = _targets_text(decision.clusters, ",") if decision.clusters is not None else "unchanged"
         log.info('event=schedule kind=%s binding=%s trigger=%s result=%s clusters=%s message="%s" unfit="%s"%s',
                  self.kind.kind, object_key_of(binding), trigger.value, decision.outcome.value, clusters,

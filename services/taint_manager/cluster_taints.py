@@ -11,10 +11,15 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
+from opentelemetry import trace
+
 from flotilla.api import registry
+from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import cluster_pb2, policy_pb2
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
+from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -22,6 +27,7 @@ from services.taint_manager.condition_taints import apply_plan, plan_condition_t
 from services.taint_manager.taint_policy import apply_policies
 
 log = logging.getLogger(__name__)
+_tracer = trace.get_tracer("flotilla.taint_manager")
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,33 @@ class ClusterTaintReconciler:
         self.policies = policies
         self.config = config
         self.events = events
+        # Per cluster: the failover trace on it, and the taints already given a span in it.
+        self._traced: dict[str, tuple[str, set[tuple[str, str]]]] = {}
+
+    def _trace_taints(self, cluster: cluster_pb2.Cluster) -> None:
+        """Each taint added since the cluster left Ready gets a span in the failover trace stamped on
+        it, once. Looked at on every pass, not only when a taint is written: the first taint can be
+        written before the status service has stamped the trace."""
+        name = cluster.metadata.name
+        stamp = cluster.metadata.annotations.get(TRACEPARENT_ANNOTATION, "")
+        parent = context_from(cluster.metadata.annotations)
+        ready = get_condition(cluster.status.conditions, "Ready")
+        if parent is None or ready is None or ready.status == TRUE:
+            return
+        if self._traced.get(name, ("", set()))[0] != stamp:
+            self._traced[name] = (stamp, set())
+        done = self._traced[name][1]
+        since = ready.last_transition_time.seconds
+        for taint in cluster.spec.taints:
+            if (taint.key, taint.effect) in done or taint.time_added.seconds < since:
+                continue
+            done.add((taint.key, taint.effect))
+            at = taint.time_added.ToNanoseconds()
+            span = _tracer.start_span("cluster.taint", context=parent, start_time=at, attributes={
+                **failover_attributes("taint", cluster=name, reason=f"{taint.key}:{taint.effect}"),
+                "flotilla.taint.effect": taint.effect,
+            })
+            span.end(end_time=at)
 
     def auto_no_execute(self) -> bool:
         # With any ClusterTaintPolicy, policies decide NoExecute taints, as in Karmada >= v1.14.
@@ -81,6 +114,9 @@ class ClusterTaintReconciler:
             if self.events is not None:
                 await self.events.normal(written, "TaintClusterSucceed",
                                          f"Taint cluster succeed: {describe_taints(written)}.")
+            cluster = written
+        self._trace_taints(cluster)
         if plan.recheck_at is not None:
             return Result(requeue_after=max((plan.recheck_at - now).total_seconds(), 0.0))
         return None
+

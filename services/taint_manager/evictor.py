@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from prometheus_client import Counter
 
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.registry import ResourceType
+from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.eviction import (
@@ -30,7 +32,7 @@ from flotilla.eviction import (
 from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from, traceparent
+from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -163,10 +165,13 @@ class BindingEvictionReconciler:
         # The failover trace started where the cluster was found unhealthy continues here.
         cluster_obj = self.clusters.get(clusters[0])
         parent = context_from(cluster_obj.metadata.annotations) if cluster_obj is not None else None
+        binding_name = f"{namespace}/{name}" if namespace else name
+        self._trace_wait(parent, clusters, binding_name, rt.kind, now)
         with self.tracer.start_as_current_span(
             "binding.evict", context=parent,
-            attributes={"flotilla.binding": f"{namespace}/{name}" if namespace else name,
-                        "flotilla.clusters": ",".join(clusters), "flotilla.step": "evict"},
+            attributes={**failover_attributes("evict", cluster=clusters[0], binding=binding_name, kind=rt.kind,
+                                              reason="TaintUntolerated"),
+                        "flotilla.clusters": ",".join(clusters)},
         ) as span:
             stamped["traceparent"] = traceparent(span)
             try:
@@ -184,6 +189,22 @@ class BindingEvictionReconciler:
         if self.events is not None:
             await self.events.normal(written, "EvictWorkloadFromClusterSucceed",
                                      f"Evict from cluster {','.join(evicted)} succeed.")
+
+    def _trace_wait(self, parent: Context | None, clusters: list[str], binding: str, kind: str,
+                    now: datetime) -> None:
+        """The toleration wait, as a span from the NoExecute taint to this eviction."""
+        if parent is None:
+            return
+        for name in clusters:
+            cluster = self.clusters.get(name)
+            added = [t.time_added.ToNanoseconds() for t in cluster.spec.taints
+                     if t.effect == EFFECT_NO_EXECUTE and t.HasField("time_added")] if cluster is not None else []
+            end = int(now.timestamp() * 1e9)
+            span = self.tracer.start_span("binding.toleration_wait", context=parent,
+                                          start_time=min(added) if added else end,
+                                          attributes=failover_attributes("toleration-wait", cluster=name,
+                                                                         binding=binding, kind=kind))
+            span.end(end_time=end)
 
 
 def _earliest(current: float | None, candidate: float) -> float:

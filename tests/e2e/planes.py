@@ -4,9 +4,10 @@ members and the demo profile, on a free port and in its own directory, always ta
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,16 @@ BIN = Path(sys.executable).parent
 
 
 @contextlib.contextmanager
-def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra: str) -> Iterator[tuple[Path, str]]:
-    """The plane's data dir and etcd endpoint, while it runs."""
+def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra: str,
+                env: Mapping[str, str] | None = None) -> Iterator[tuple[Path, str]]:
+    """The plane's data dir and etcd endpoint, while it runs. `env` is added to the environment
+    `flotilla up` gives every service."""
     data_dir = tmp_path_factory.mktemp("plane")
     port = free_port()
     up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
                          str(port), "--sim-clusters", str(clusters), "--profile", "demo", *extra],
-                        cwd=ROOT, capture_output=True, text=True, timeout=180)
+                        cwd=ROOT, capture_output=True, text=True, timeout=180,
+                        env={**os.environ, **env} if env else None)
     try:
         assert up.returncode == 0, up.stderr
         yield data_dir, f"http://127.0.0.1:{port}"
