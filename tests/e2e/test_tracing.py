@@ -21,6 +21,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from flotilla.api import keys, registry
 from flotilla.store.embedded import free_port
 from tests.e2e.failover_support import Plane, history
+from tests.e2e.metrics_support import assert_failover_moved_every_service, scrape_all
 from tests.e2e.planes import flotilla_up
 from tests.factories import EXAMPLES_DIR
 
@@ -74,7 +75,8 @@ class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
 
 
 @pytest.mark.timeout(300)
-async def test_one_failover_is_one_trace_at_an_otlp_collector(tmp_path_factory: pytest.TempPathFactory) -> None:
+async def test_one_failover_is_one_trace_at_an_otlp_collector_and_moves_every_metric(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
     receiver = Receiver()
     server = grpc.aio.server()
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(receiver, server)
@@ -103,10 +105,13 @@ async def test_one_failover_is_one_trace_at_an_otlp_collector(tmp_path_factory: 
 
             await rbs.until(lambda: placed() == [("member1", 1), ("member2", 2)] and healthy(), 90,
                             "nginx on member1:1, member2:2 and Healthy")
+            before = await scrape_all(plane)
             await plane.fault("member1", "down")
             await rbs.until(lambda: placed() == [("member2", 3)] and healthy()
                             and not rbs.get(key).spec.graceful_eviction_tasks, 120,  # type: ignore[union-attr]
                             "nginx on member2:3, Healthy, its eviction task dropped")
+            # The same failover moves every service's metrics.
+            assert_failover_moved_every_service(before, await scrape_all(plane))
             await plane.fault("member1", "recover")
             await works.until(lambda: works.get(work) is None, 90, "member1's old Work purged")
 
