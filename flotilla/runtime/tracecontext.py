@@ -38,10 +38,12 @@ BINDING = "flotilla.binding"
 BINDING_KIND = "flotilla.binding.kind"
 REASON = "flotilla.reason"
 RTO_SECONDS = "flotilla.rto_seconds"
+# On the span that closes a failover: from the cluster leaving Ready to its last binding recovered.
+FAILOVER_RTO_SECONDS = "flotilla.failover.rto_seconds"
 
 # The steps of a failover, in the order they happen (`flotillactl trace` sorts by this).
 STEPS = ("detect", "taint", "toleration-wait", "evict", "reschedule", "sync-works", "apply", "replicas-ready",
-         "task-dropped", "purge")
+         "task-dropped", "failover-closed", "purge")
 
 
 def failover_attributes(step: str, *, cluster: str = "", binding: str = "", kind: str = "",
@@ -52,3 +54,9 @@ def failover_attributes(step: str, *, cluster: str = "", binding: str = "", kind
         if value:
             attributes[key] = value
     return attributes
+
+
+def trace_id_of(annotations: Mapping[str, str]) -> str:
+    """The trace an object was last changed in (the traceparent's trace-id), or ""."""
+    parts = annotations.get(TRACEPARENT_ANNOTATION, "").split("-")
+    return parts[1] if len(parts) == 4 else ""

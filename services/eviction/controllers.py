@@ -31,7 +31,7 @@ class EvictionControllers:
             kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
         self.clusters = manager.informer(registry.CLUSTER)
         self.graceful = manager.controller("graceful-eviction", GracefulEvictionReconciler(
-            store, clock, self.bindings, graceful, events, tracer), workers=workers, eviction=True)
+            store, clock, self.bindings, graceful, events, tracer, self.clusters), workers=workers, eviction=True)
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
         self._add_application_failover(store, clock, workers, events, tracer, application)

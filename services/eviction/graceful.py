@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from google.protobuf.message import Message
 from opentelemetry import trace
@@ -24,9 +24,10 @@ from prometheus_client import Counter
 from flotilla.api.bindings import Binding, kind_of, parse_binding_key
 from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.keys import object_key
+from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from, failover_attributes
+from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, context_from, failover_attributes, trace_id_of
 from flotilla.store import ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
@@ -87,13 +88,14 @@ def blocked_message(clusters: tuple[str, ...]) -> str:
 class GracefulEvictionReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]],
                  config: GracefulEvictionConfig | None = None, events: EventRecorder | None = None,
-                 tracer: trace.Tracer | None = None) -> None:
+                 tracer: trace.Tracer | None = None, clusters: Informer[cluster_pb2.Cluster] | None = None) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
         self.config = config or GracefulEvictionConfig()
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.eviction")
+        self.clusters = clusters
 
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
@@ -133,6 +135,42 @@ class GracefulEvictionReconciler:
             template = await template_of(self.store, binding)
             if template is not None:
                 await self._event(template, message)
+        for dropped in verdict.dropped:
+            self._close_failover_if_last(binding, dropped.task)
+
+    def _close_failover_if_last(self, binding: Binding, task: work_pb2.GracefulEvictionTask) -> None:
+        """The span that closes a failover: once no other binding of the same trace still has a
+        task for the cluster, this was the last one to recover. It runs from the cluster leaving
+        Ready (else this task's eviction) to now, so its duration is the whole failover's RTO.
+        Two workers may both see themselves last; a second closing span is harmless."""
+        trace_id = trace_id_of(binding.metadata.annotations)
+        if not trace_id:
+            return
+        key = object_key(binding.metadata.namespace, binding.metadata.name)
+        cluster = task.from_cluster
+        for informer in self.bindings.values():
+            for other in informer.list():
+                if (object_key(other.metadata.namespace, other.metadata.name) != key
+                        and trace_id_of(other.metadata.annotations) == trace_id
+                        and any(t.from_cluster == cluster for t in other.spec.graceful_eviction_tasks)):
+                    return
+        now = self.clock.now()
+        start = self._fault_time(cluster) or task.creation_timestamp.ToDatetime(tzinfo=now.tzinfo)
+        attributes: dict[str, str | float] = {**failover_attributes("failover-closed", cluster=cluster)}
+        attributes[FAILOVER_RTO_SECONDS] = round((now - start).total_seconds(), 3)
+        span = self.tracer.start_span("failover.closed", context=context_from(binding.metadata.annotations),
+                                      start_time=int(start.timestamp() * 1e9), attributes=attributes)
+        span.end(end_time=int(now.timestamp() * 1e9))
+        log.info("event=failover-closed cluster=%s rto_seconds=%s trace_id=%s", cluster,
+                 attributes[FAILOVER_RTO_SECONDS], trace_id)
+
+    def _fault_time(self, cluster: str) -> datetime | None:
+        """When the cluster left Ready, while it has not come back."""
+        obj = self.clusters.get(cluster) if self.clusters is not None else None
+        ready = get_condition(obj.status.conditions, "Ready") if obj is not None else None
+        if ready is None or ready.status == TRUE or not ready.HasField("last_transition_time"):
+            return None
+        return ready.last_transition_time.ToDatetime(tzinfo=UTC)
 
     async def _report_blocked(self, binding: Binding, verdict: Assessment) -> None:
         updated = copy_of(binding)

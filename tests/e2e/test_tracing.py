@@ -38,6 +38,7 @@ STEPS = {
     "apply": "flotilla-executor",
     "replicas-ready": "flotilla-eviction",
     "task-dropped": "flotilla-eviction",
+    "failover-closed": "flotilla-eviction",
     "purge": "flotilla-executor",
 }
 
@@ -124,6 +125,8 @@ async def test_one_failover_is_one_trace_at_an_otlp_collector_and_moves_every_me
         # The binding's steps are all in that one trace, none in another.
         ids = {s.trace_id for _, s, a in receiver.spans if a.get("flotilla.binding") == key}
         assert len(ids) == 1, ids
+        closed = [a for _, _, a in receiver.spans if a.get("flotilla.step") == "failover-closed"]
+        assert closed and float(closed[0]["flotilla.failover.rto_seconds"]) > 0  # type: ignore[arg-type]
         ready = [a for _, _, a in receiver.spans if a.get("flotilla.step") == "replicas-ready"]
         assert ready and float(ready[0]["flotilla.rto_seconds"]) > 0  # type: ignore[arg-type]
 

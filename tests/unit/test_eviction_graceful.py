@@ -9,17 +9,28 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
 from flotilla.api import codec, registry
-from flotilla.api.conditions import get_condition
+from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import core_pb2, work_pb2
+from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.clock import FakeClock, RealClock
+from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, traceparent
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from services.eviction.controllers import EvictionControllers
-from services.eviction.graceful import EVICTION_BLOCKED, GracefulEvictionConfig, scheduler_decided
+from services.eviction.graceful import (
+    EVICTION_BLOCKED,
+    GracefulEvictionConfig,
+    GracefulEvictionReconciler,
+    scheduler_decided,
+)
 from tests.eviction_support import aggregated_for_this_generation, others_catch_up
+from tests.factories import make_cluster
 from tests.watching import Watch
 
 KEY = "default/nginx-deployment"
@@ -198,3 +209,47 @@ def test_a_failed_decision_for_this_generation_counts_as_decided() -> None:
     assert not scheduler_decided(rb)
     rb.status.conditions[0].observed_generation = 4
     assert scheduler_decided(rb)
+
+
+def test_the_last_binding_of_a_failover_closes_it_with_the_whole_rto() -> None:
+    """Two bindings evicted from member1 in one trace: the first drop leaves the failover open,
+    the second closes it with a span from member1 leaving Ready to now."""
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    root = tracer.start_span("cluster.unhealthy")
+    root.end()
+    clock = FakeClock(start=RealClock().now().replace(microsecond=0))
+    down = make_cluster("member1")
+    set_condition(down.status.conditions, "Ready", "False", "ClusterNotReachable", "down",
+                  clock.now() - timedelta(seconds=42))
+
+    class Cache:
+        def __init__(self, objs: dict[str, object]) -> None:
+            self.objs = objs
+
+        def get(self, key: str) -> object:
+            return self.objs.get(key)
+
+        def list(self) -> list[object]:
+            return list(self.objs.values())
+
+    first, second = binding({"member2": 3}, ["member1"]), binding({"member2": 3}, ["member1"])
+    second.metadata.name = "other"
+    for rb in (first, second):
+        rb.metadata.annotations[TRACEPARENT_ANNOTATION] = traceparent(root)
+    bindings = Cache({"default/nginx-deployment": first, "default/other": second})
+    reconciler = GracefulEvictionReconciler(
+        MemoryStore(), clock, {"ResourceBinding": bindings}, tracer=tracer,  # type: ignore[dict-item]
+        clusters=Cache({"member1": down}))  # type: ignore[arg-type]
+    exporter.clear()
+    reconciler._close_failover_if_last(first, first.spec.graceful_eviction_tasks[0])
+    assert exporter.get_finished_spans() == ()
+    del second.spec.graceful_eviction_tasks[:]
+    reconciler._close_failover_if_last(first, first.spec.graceful_eviction_tasks[0])
+    [closed] = exporter.get_finished_spans()
+    assert closed.context.trace_id == root.get_span_context().trace_id
+    assert dict(closed.attributes or {})[FAILOVER_RTO_SECONDS] == 42.0
+    assert (closed.end_time or 0) - (closed.start_time or 0) == 42 * 10**9
