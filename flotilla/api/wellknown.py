@@ -39,6 +39,8 @@ CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
 APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
 # Flotilla's own: the W3C trace context of the failover that last changed the object.
 TRACEPARENT_ANNOTATION = "flotilla.io/traceparent"
+# Flotilla's own: which user-added NoExecute taint (`key:effect@timeAdded`) opened the Cluster's trace.
+TRACE_OPENED_FOR_ANNOTATION = "flotilla.io/trace-opened-for"
 
 # -- names --------------------------------------------------------------------------------------
 DEFAULT_SCHEDULER = "default-scheduler"

@@ -8,6 +8,7 @@ the binding is looked at again exactly when its next toleration runs out.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,11 +17,18 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from prometheus_client import Counter
 
+from flotilla.api import registry
 from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.conditions import is_true
 from flotilla.api.registry import ResourceType
-from flotilla.api.taints import EFFECT_NO_EXECUTE
+from flotilla.api.taints import (
+    EFFECT_NO_EXECUTE,
+    TAINT_CLUSTER_NOT_READY,
+    TAINT_CLUSTER_TERMINATING,
+    TAINT_CLUSTER_UNREACHABLE,
+)
 from flotilla.api.v1 import cluster_pb2
-from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
+from flotilla.api.wellknown import TRACE_OPENED_FOR_ANNOTATION, TRACEPARENT_ANNOTATION
 from flotilla.eviction import (
     EvictionOptions,
     graceful_evict_cluster,
@@ -74,6 +82,21 @@ class EvictorState:
     held: dict[str, list[Held]] = field(default_factory=dict)
 
 
+# Taints the taint manager itself manages: their failovers start where the status service opens them.
+_CONDITION_TAINT_KEYS = frozenset({TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE, TAINT_CLUSTER_TERMINATING})
+
+
+def user_taint_signature(cluster: cluster_pb2.Cluster) -> str:
+    """The newest NoExecute taint a user put on a Ready cluster, as `key:effect@timeAdded`; "" if none."""
+    if not is_true(cluster.status.conditions, "Ready"):
+        return ""
+    taints = [t for t in cluster.spec.taints if t.effect == EFFECT_NO_EXECUTE and t.key not in _CONDITION_TAINT_KEYS]
+    if not taints:
+        return ""
+    newest = max(taints, key=lambda t: t.time_added.ToNanoseconds())
+    return f"{newest.key}:{newest.effect}@{newest.time_added.seconds}"
+
+
 class BindingEvictionReconciler:
     def __init__(
         self,
@@ -96,6 +119,9 @@ class BindingEvictionReconciler:
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.taint_manager")
         self.state = state or EvictorState()
+        # Per cluster: the user taint whose trace this process opened, and its traceparent.
+        self._user_traces: dict[str, tuple[str, str]] = {}
+        self._trace_locks: dict[str, asyncio.Lock] = {}
 
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
@@ -162,9 +188,12 @@ class BindingEvictionReconciler:
                 binding.metadata.annotations[TRACEPARENT_ANNOTATION] = stamped["traceparent"]
             return bool(evicted)
 
-        # The failover trace started where the cluster was found unhealthy continues here.
+        # The failover trace started where the cluster was found unhealthy continues here; a
+        # NoExecute taint a user put on a healthy cluster starts one of its own.
         cluster_obj = self.clusters.get(clusters[0])
         parent = context_from(cluster_obj.metadata.annotations) if cluster_obj is not None else None
+        if cluster_obj is not None and (signature := user_taint_signature(cluster_obj)):
+            parent = await self._trace_user_taint(cluster_obj, signature)
         binding_name = f"{namespace}/{name}" if namespace else name
         self._trace_wait(parent, clusters, binding_name, rt.kind, now)
         with self.tracer.start_as_current_span(
@@ -189,6 +218,36 @@ class BindingEvictionReconciler:
         if self.events is not None:
             await self.events.normal(written, "EvictWorkloadFromClusterSucceed",
                                      f"Evict from cluster {','.join(evicted)} succeed.")
+
+    async def _trace_user_taint(self, cluster: cluster_pb2.Cluster, signature: str) -> Context | None:
+        """One trace per user-added NoExecute taint: opened by the first eviction it causes, written
+        onto the Cluster for the status of later steps, and shared by every binding it evicts."""
+        name = cluster.metadata.name
+        if cluster.metadata.annotations.get(TRACE_OPENED_FOR_ANNOTATION) == signature:
+            return context_from(cluster.metadata.annotations)
+        async with self._trace_locks.setdefault(name, asyncio.Lock()):
+            opened = self._user_traces.get(name)
+            if opened is not None and opened[0] == signature:
+                return context_from({TRACEPARENT_ANNOTATION: opened[1]})
+            key, _, _ = signature.partition(":")
+            span = self.tracer.start_span("cluster.tainted", context=Context(), attributes=failover_attributes(
+                "detect", cluster=name, reason=f"NoExecute taint {key} added by a user"))
+            span.end()
+            stamp = traceparent(span)
+            self._user_traces[name] = (signature, stamp)
+
+            def stamp_cluster(obj: cluster_pb2.Cluster) -> bool:
+                if obj.metadata.annotations.get(TRACE_OPENED_FOR_ANNOTATION) == signature:
+                    return False
+                obj.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
+                obj.metadata.annotations[TRACE_OPENED_FOR_ANNOTATION] = signature
+                return True
+
+            try:
+                await self.store.mutate(registry.CLUSTER, "", name, stamp_cluster)
+            except NotFound:
+                pass
+            return context_from({TRACEPARENT_ANNOTATION: stamp})
 
     def _trace_wait(self, parent: Context | None, clusters: list[str], binding: str, kind: str,
                     now: datetime) -> None:
