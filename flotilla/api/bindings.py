@@ -6,7 +6,9 @@ by the rows below, so the two never drift into near-copies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from flotilla.api import keys, registry, wellknown
 from flotilla.api.v1 import work_pb2
@@ -65,3 +67,25 @@ def parse_binding_key(key: str) -> tuple[registry.ResourceType[Binding], str, st
     kind, _, object_key = key.partition(":")
     namespace, name = keys.split_key(object_key)
     return kind_named(kind).resource_type, namespace, name
+
+
+class BindingCache(Protocol):
+    """What these helpers read of an informer of one binding kind."""
+
+    def get(self, key: str) -> Binding | None: ...
+
+    def by_index(self, name: str, value: str) -> list[Binding]: ...
+
+
+def cached(caches: Mapping[str, BindingCache], key: str) -> Binding | None:
+    """The binding a queue key names, from the cache of its kind; None when gone or being deleted."""
+    rt, namespace, name = parse_binding_key(key)
+    binding = caches[rt.kind].get(keys.object_key(namespace, name))
+    if binding is None or binding.metadata.HasField("deletion_timestamp"):
+        return None
+    return binding
+
+
+def keys_by_index(caches: Mapping[str, BindingCache], index: str, value: str) -> list[str]:
+    """The queue keys of every binding, of either kind, under `value` in the caches' `index`."""
+    return [key_of(b) for cache in caches.values() for b in cache.by_index(index, value)]

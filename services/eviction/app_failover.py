@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from opentelemetry import trace
 from opentelemetry.context import Context
 
-from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.bindings import Binding, cached
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
@@ -75,9 +75,8 @@ class ApplicationFailoverReconciler:
         self.tracer = tracer or trace.get_tracer("flotilla.eviction")
 
     async def reconcile(self, key: str) -> Result | None:
-        rt, namespace, name = parse_binding_key(key)
-        binding = self.bindings[rt.kind].get(object_key(namespace, name))
-        if binding is None or binding.metadata.HasField("deletion_timestamp"):
+        binding = cached(self.bindings, key)
+        if binding is None:
             return None
         now = self.clock.now()
         decision = decide(binding, ready_clusters(self.clusters, binding), now)

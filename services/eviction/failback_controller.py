@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from flotilla.api.bindings import Binding, key_of, parse_binding_key
+from flotilla.api.bindings import Binding, cached, key_of, parse_binding_key
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2
@@ -70,9 +70,8 @@ class FailbackReconciler:
         return len(busy)
 
     async def reconcile(self, key: str) -> Result | None:
-        rt, namespace, name = parse_binding_key(key)
-        binding = self.bindings[rt.kind].get(object_key(namespace, name))
-        if binding is None or binding.metadata.HasField("deletion_timestamp") or settings_of(binding.spec) is None:
+        binding = cached(self.bindings, key)
+        if binding is None or settings_of(binding.spec) is None:
             return None
         now = self.clock.now()
         homes = {t.name for r in binding.status.failover_history for t in r.clusters_before}

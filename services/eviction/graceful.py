@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.api.bindings import Binding, kind_of, parse_binding_key
+from flotilla.api.bindings import Binding, cached, kind_of
 from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
@@ -98,9 +98,8 @@ class GracefulEvictionReconciler:
         self.clusters = clusters
 
     async def reconcile(self, key: str) -> Result | None:
-        rt, namespace, name = parse_binding_key(key)
-        binding = self.bindings[rt.kind].get(object_key(namespace, name))
-        if binding is None or binding.metadata.HasField("deletion_timestamp"):
+        binding = cached(self.bindings, key)
+        if binding is None:
             return None
         now = self.clock.now()
         verdict = assess(binding.spec.graceful_eviction_tasks, now, placement_of(binding), self.config.timeout)

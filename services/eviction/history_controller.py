@@ -16,8 +16,7 @@ import logging
 from opentelemetry import trace
 from prometheus_client import Histogram
 
-from flotilla.api.bindings import Binding, parse_binding_key
-from flotilla.api.keys import object_key
+from flotilla.api.bindings import Binding, cached
 from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -49,9 +48,8 @@ class FailoverHistoryReconciler:
         self.bindings = bindings
 
     async def reconcile(self, key: str) -> Result | None:
-        rt, namespace, name = parse_binding_key(key)
-        binding = self.bindings[rt.kind].get(object_key(namespace, name))
-        if binding is None or binding.metadata.HasField("deletion_timestamp"):
+        binding = cached(self.bindings, key)
+        if binding is None:
             return None
         update = update_history(binding.status.failover_history, binding.spec, health_of(binding),
                                 scheduled(binding), self.clock.now())

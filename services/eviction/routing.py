@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from flotilla.api.bindings import Binding, binding_key
+from flotilla.api.bindings import Binding, binding_key, keys_by_index
 from flotilla.api.conditions import get_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2
@@ -65,8 +65,7 @@ def failback_slot_freed(event: WatchEvent[Binding]) -> bool:
 
 def failback_waiting(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[Binding]:
     """Every binding that may be waiting for a failback slot."""
-    return lambda _: [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
-                      for kind, informer in bindings.items() for b in informer.by_index(FAILBACK_INDEX, FAILBACK_ANY)]
+    return lambda _: keys_by_index(bindings, FAILBACK_INDEX, FAILBACK_ANY)
 
 
 def ready_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
@@ -83,9 +82,7 @@ def _ready(cluster: cluster_pb2.Cluster) -> tuple[str, int] | None:
 
 def failback_homes(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[cluster_pb2.Cluster]:
     """The bindings that could fail back to the event's cluster."""
-    return lambda event: [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
-                          for kind, informer in bindings.items()
-                          for b in informer.by_index(FAILBACK_INDEX, event.obj.metadata.name)]
+    return lambda event: keys_by_index(bindings, FAILBACK_INDEX, event.obj.metadata.name)
 
 
 # -- application failover ----------------------------------------------------
@@ -112,8 +109,6 @@ def application_failover_bindings(bindings: Mapping[str, Informer[Binding]]) -> 
     """The keys of every binding with application failover placed on the event's cluster."""
 
     def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> Iterable[str]:
-        name = event.obj.metadata.name
-        return [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
-                for kind, informer in bindings.items() for b in informer.by_index(TARGET_CLUSTER_INDEX, name)]
+        return keys_by_index(bindings, TARGET_CLUSTER_INDEX, event.obj.metadata.name)
 
     return to_keys

@@ -18,7 +18,7 @@ from opentelemetry.context import Context
 from prometheus_client import Counter
 
 from flotilla.api import registry
-from flotilla.api.bindings import Binding, parse_binding_key
+from flotilla.api.bindings import Binding, cached, parse_binding_key
 from flotilla.api.conditions import is_true
 from flotilla.api.registry import ResourceType
 from flotilla.api.taints import (
@@ -127,8 +127,8 @@ class BindingEvictionReconciler:
         rt, namespace, name = parse_binding_key(key)
         self.state.pending.pop(key, None)
         self.state.held.pop(key, None)
-        binding = self.bindings[rt.kind].get(key.partition(":")[2])
-        if binding is None or binding.metadata.HasField("deletion_timestamp") or not self.config.enabled:
+        binding = cached(self.bindings, key)
+        if binding is None or not self.config.enabled:
             return None
         now = self.clock.now()
         due: list[str] = []

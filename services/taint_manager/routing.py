@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 
-from flotilla.api.bindings import Binding, binding_key
+from flotilla.api.bindings import Binding, binding_key, keys_by_index
 from flotilla.api.conditions import is_true
 from flotilla.api.keys import object_key
 from flotilla.api.taints import EFFECT_NO_EXECUTE
@@ -43,9 +43,7 @@ def bindings_on_cluster(bindings: Mapping[str, Informer[Binding]]) -> ToKeys[clu
     """The evictor's keys of every binding placed on the event's cluster."""
 
     def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> Iterable[str]:
-        name = event.obj.metadata.name
-        return [binding_key(kind, object_key(b.metadata.namespace, b.metadata.name))
-                for kind, informer in bindings.items() for b in informer.by_index(CLUSTER_INDEX, name)]
+        return keys_by_index(bindings, CLUSTER_INDEX, event.obj.metadata.name)
 
     return to_keys
 
