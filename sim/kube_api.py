@@ -18,8 +18,8 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from sim import errors
-from sim.catalog import ResourceType, api_group, api_group_list, api_resource_list, api_versions
+from sim import errors, tables
+from sim.catalog import CRD, ResourceType, api_group, api_group_list, api_resource_list, api_versions
 from sim.cluster import SimCluster
 from sim.faults import Fault
 from sim.state import APPLY_PATCH
@@ -121,11 +121,20 @@ def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Respo
     if request.query.get("watch") in ("1", "true"):
         raise errors.method_not_allowed("WATCH", t.qualified)
     if target.name is None:
-        return json_response(state.list(t, target.namespace, request.query.get("labelSelector"),
-                                        request.query.get("fieldSelector")))
+        return _printed(request, cluster, t, state.list(t, target.namespace, request.query.get("labelSelector"),
+                                                        request.query.get("fieldSelector")))
     if target.subresource == "scale":
         return json_response(state.get_scale(t, target.namespace or "", target.name))
-    return json_response(state.get(t, target.namespace or "", target.name))
+    return _printed(request, cluster, t, state.get(t, target.namespace or "", target.name))
+
+
+def _printed(request: web.Request, cluster: SimCluster, t: ResourceType, body: dict[str, Any]) -> web.Response:
+    """The answer to a GET, as a Table when the client asks for one (`kubectl get`)."""
+    crd = None
+    if t.custom:  # its printer columns
+        crd = cluster.state.store.get(CRD, "", f"{t.plural}.{t.group}")
+    return json_response(tables.printed(request.headers.get("Accept", ""), request.query.get("includeObject"), t,
+                                        body, cluster.state.clock.now(), crd))
 
 
 def _target(cluster: SimCluster, group: str, version: str, rest: list[str]) -> Target:
