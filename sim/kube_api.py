@@ -18,7 +18,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from sim import errors, tables
+from sim import errors, openapi, schemas, tables
 from sim.catalog import CRD, ResourceType, api_group, api_group_list, api_resource_list, api_versions
 from sim.cluster import SimCluster
 from sim.faults import Fault
@@ -26,6 +26,7 @@ from sim.state import APPLY_PATCH
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 log = logging.getLogger(__name__)
+_WARNINGS = "sim-warnings"
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ def authorized(request: web.Request, cluster: SimCluster) -> bool:
 async def handle(request: web.Request, cluster: SimCluster, path: str) -> web.StreamResponse:
     """Serve one authenticated request under the cluster's prefix (`path` is what follows it)."""
     try:
-        return await _dispatch(request, cluster, path)
+        response = await _dispatch(request, cluster, path)
+        for warning in request.get(_WARNINGS, ()):  # unknown fields under fieldValidation=Warn
+            response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+        return response
     except errors.ApiError as e:
         return error_response(e)
     except Exception as e:  # a simulator bug still answers the way an API server would
@@ -70,9 +74,11 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
         return _health(cluster, segments[0])
     if segments == ["version"]:
         return json_response(_version(cluster))
+    catalog = cluster.state.catalog
+    if segments[:2] == ["openapi", "v3"]:
+        return _openapi(cluster, "/".join(segments[2:]))
     if not segments or segments[0] not in ("api", "apis"):
         raise errors.path_not_found()
-    catalog = cluster.state.catalog
     if segments == ["api"]:
         return json_response(api_versions(request.host))
     if segments == ["apis"]:
@@ -95,6 +101,9 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
     body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
     state = cluster.state
     t, namespace, name, sub = target.type, target.namespace or "", target.name, target.subresource
+    if body is not None:
+        request[_WARNINGS] = schemas.check_fields(t, body, request.query.get("fieldValidation"), sub,
+                                                  _crd(cluster, t), patch=method == "PATCH")
     if method == "POST" and name is None:
         if target.namespace is None and t.namespaced:
             raise errors.method_not_allowed(method, t.qualified)
@@ -130,11 +139,23 @@ def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Respo
 
 def _printed(request: web.Request, cluster: SimCluster, t: ResourceType, body: dict[str, Any]) -> web.Response:
     """The answer to a GET, as a Table when the client asks for one (`kubectl get`)."""
-    crd = None
-    if t.custom:  # its printer columns
-        crd = cluster.state.store.get(CRD, "", f"{t.plural}.{t.group}")
     return json_response(tables.printed(request.headers.get("Accept", ""), request.query.get("includeObject"), t,
-                                        body, cluster.state.clock.now(), crd))
+                                        body, cluster.state.clock.now(), _crd(cluster, t)))
+
+
+def _crd(cluster: SimCluster, t: ResourceType) -> dict[str, Any] | None:
+    """The CRD serving a custom type (its schema and printer columns); None for built-ins."""
+    return cluster.state.store.get(CRD, "", f"{t.plural}.{t.group}") if t.custom else None
+
+
+def _openapi(cluster: SimCluster, path: str) -> web.Response:
+    catalog, version = cluster.state.catalog, cluster.git_version
+    if not path:
+        return json_response(openapi.index(catalog, lambda t: _crd(cluster, t), version))
+    document = openapi.document(catalog, path, lambda t: _crd(cluster, t), version)
+    if document is None:
+        raise errors.path_not_found()
+    return web.Response(body=document, content_type="application/json")
 
 
 def _target(cluster: SimCluster, group: str, version: str, rest: list[str]) -> Target:
