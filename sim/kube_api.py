@@ -26,7 +26,6 @@ from sim.state import APPLY_PATCH
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 log = logging.getLogger(__name__)
-_WARNINGS = "sim-warnings"
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,7 @@ def authorized(request: web.Request, cluster: SimCluster) -> bool:
 async def handle(request: web.Request, cluster: SimCluster, path: str) -> web.StreamResponse:
     """Serve one authenticated request under the cluster's prefix (`path` is what follows it)."""
     try:
-        response = await _dispatch(request, cluster, path)
-        for warning in request.get(_WARNINGS, ()):  # unknown fields under fieldValidation=Warn
-            response.headers.add("Warning", f"299 - {json.dumps(warning)}")
-        return response
+        return await _dispatch(request, cluster, path)
     except errors.ApiError as e:
         return error_response(e)
     except Exception as e:  # a simulator bug still answers the way an API server would
@@ -99,11 +95,18 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
     if method in ("GET", "HEAD"):
         return _get(request, cluster, target)
     body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
-    state = cluster.state
+    warnings = [] if body is None else schemas.check_fields(
+        target.type, body, request.query.get("fieldValidation"), target.subresource, _crd(cluster, target.type),
+        patch=method == "PATCH")
+    response = _write(request, cluster, target, body)
+    for warning in warnings:  # unknown fields under fieldValidation=Warn
+        response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+    return response
+
+
+def _write(request: web.Request, cluster: SimCluster, target: Target, body: Any) -> web.Response:
+    method, state = request.method, cluster.state
     t, namespace, name, sub = target.type, target.namespace or "", target.name, target.subresource
-    if body is not None:
-        request[_WARNINGS] = schemas.check_fields(t, body, request.query.get("fieldValidation"), sub,
-                                                  _crd(cluster, t), patch=method == "PATCH")
     if method == "POST" and name is None:
         if target.namespace is None and t.namespaced:
             raise errors.method_not_allowed(method, t.qualified)
