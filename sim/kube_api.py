@@ -94,6 +94,8 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
     target = _target(cluster, group, version, rest)
     if method in ("GET", "HEAD"):
         return _get(request, cluster, target)
+    if request.query.get("dryRun"):  # refused rather than ignored: a dry run must not write
+        raise errors.bad_request("dryRun is not supported by the simulator")
     body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
     warnings = [] if body is None else schemas.check_fields(
         target.type, body, request.query.get("fieldValidation"), target.subresource, _crd(cluster, target.type),

@@ -4,8 +4,8 @@
 kubectl uses them to decide how to validate and patch: a PATCH operation listing the
 `fieldValidation` parameter makes `kubectl apply` ask the server for strict field validation
 (sim/schemas.py does it), and one accepting strategic-merge-patch+json, with the kind's schema
-in components, makes it compute its patch from these schemas. `dryRun` is not listed because the
-simulator has no dry run, so kubectl reports `--dry-run=server` as unsupported.
+in components, makes it compute its patch from these schemas. `dryRun` is not listed: the
+simulator refuses dry runs.
 """
 
 from __future__ import annotations
