@@ -1,9 +1,10 @@
-"""The Kubernetes REST API of one simulated cluster, as served under /clusters/<name>.
+"""The Kubernetes REST API of one simulated cluster, as served on its own port.
 
-Health (/readyz, /healthz, /livez), /version, discovery, and create/get/list/replace/patch/
-delete (plus status and scale subresources) of every type the cluster's catalog holds. Every
-path needs the cluster's bearer token. Watches, pagination (`limit`/`continue`) and dry runs are
-not supported: a list always returns everything.
+Health (/readyz, /healthz, /livez), /version, discovery, OpenAPI v3 (sim/openapi.py), and
+create/get/list/replace/patch/delete (plus status and scale subresources) of every type the
+cluster's catalog holds, with Tables for `kubectl get` (sim/tables.py) and field validation
+(sim/schemas.py). Every path needs the cluster's bearer token. Watches, pagination
+(`limit`/`continue`) and dry runs are not supported: a list always returns everything.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def authorized(request: web.Request, cluster: SimCluster) -> bool:
 
 
 async def handle(request: web.Request, cluster: SimCluster, path: str) -> web.StreamResponse:
-    """Serve one authenticated request under the cluster's prefix (`path` is what follows it)."""
+    """Serve one authenticated request to the cluster (`path` is the request's path)."""
     try:
         return await _dispatch(request, cluster, path)
     except errors.ApiError as e:
