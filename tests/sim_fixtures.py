@@ -78,16 +78,20 @@ class KubeHttp:
         self.cluster = cluster
         self.token = cluster.token if token is None else token
         self.tls = cluster_tls(cluster)
+        self.headers: dict[str, list[str]] = {}  # of the last answer: name -> values
 
     async def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                      **params: str) -> tuple[int, Any]:
-        headers = {"Content-Type": content_type}
+                      accept: str = "application/json", **params: str) -> tuple[int, Any]:
+        headers = {"Content-Type": content_type, "Accept": accept}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
         async with self.session.request(method, self.cluster.url + path, data=data, headers=headers,
                                         params=params or None, ssl=self.tls) as response:
             text = await response.text()
+            self.headers = {}
+            for name, value in response.headers.items():
+                self.headers.setdefault(name, []).append(value)
             try:
                 return response.status, json.loads(text)
             except ValueError:
