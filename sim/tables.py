@@ -17,6 +17,7 @@ from typing import Any
 from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
+from flotilla.cli.age import human_duration, since_text
 from sim.catalog import ResourceType
 
 Obj = dict[str, Any]
@@ -116,42 +117,8 @@ def _time(text: Any) -> datetime | None:
     return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
 
 
-def human_duration(seconds: float) -> str:
-    """k8s.io/apimachinery/pkg/util/duration.HumanDuration."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = hours // 24 % 365
-        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
-
-def _since(text: Any, now: datetime) -> str:
-    moment = _time(text)
-    return human_duration((now - moment).total_seconds()) if moment else "<unknown>"
-
-
 def _age(obj: Obj, now: datetime) -> str:
-    return _since(_get(obj, "metadata", "creationTimestamp"), now)
+    return since_text(_get(obj, "metadata", "creationTimestamp"), now)
 
 
 def _int(value: Any) -> int:
@@ -291,8 +258,8 @@ def _event_object(event: Obj, _: datetime) -> str:
 
 
 def _event_last_seen(event: Obj, now: datetime) -> str:
-    return _since(event.get("lastTimestamp") or event.get("eventTime") or _get(event, "metadata", "creationTimestamp"),
-                  now)
+    last = event.get("lastTimestamp") or event.get("eventTime") or _get(event, "metadata", "creationTimestamp")
+    return since_text(last, now)
 
 
 def _access_modes(pvc: Obj, _: datetime) -> str:
@@ -452,7 +419,7 @@ _BUILTIN: dict[tuple[str, str], list[Column]] = {
                description="The component reporting this event."),
         Column("Message", lambda o, _: o.get("message") or "", description="A human-readable description of the "
                "status of this operation."),
-        Column("First Seen", lambda o, now: _since(o.get("firstTimestamp"), now), priority=1,
+        Column("First Seen", lambda o, now: since_text(o.get("firstTimestamp"), now), priority=1,
                description="The time at which the event was first recorded."),
         Column("Count", lambda o, _: _int(o.get("count") or 1), type="integer", priority=1,
                description="The number of times this event has occurred."),
@@ -507,7 +474,7 @@ def _printer_column(spec: Obj) -> Column:
         if not found or found[0] is None:
             return None
         value = found[0]
-        return _since(value, now) if kind == "date" else value
+        return since_text(value, now) if kind == "date" else value
 
     # The server turns "date" columns into ages, so kubectl sees them as strings.
     return Column(str(spec.get("name", "")), cell, type="string" if kind == "date" else kind,
