@@ -52,8 +52,8 @@ class ClusterListeners:
             try:
                 sock.bind((self.host, port))
             except OSError as e:
-                raise PortTaken(f"cluster {name!r} cannot listen on {self.host}:{port}, the port its kubeconfig "
-                                f"names: {e.strerror or e}") from None
+                which = f"{self.host}:{port}, the port its kubeconfig names" if port else f"{self.host}"
+                raise PortTaken(f"cluster {name!r} cannot listen on {which}: {e.strerror or e}") from None
             sock.listen(_BACKLOG)
         except BaseException:
             sock.close()
