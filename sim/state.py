@@ -87,9 +87,6 @@ class ClusterState:
     def patch(self, t: ResourceType, namespace: str, name: str, body: Any, content_type: str,
               field_manager: str | None, status_only: bool = False) -> tuple[Obj, bool]:
         """(object, created); created only for an apply that made a new object."""
-        if content_type not in (APPLY_PATCH, *MERGE_PATCHES):  # JSON patch, whose body is a list, included
-            raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                                  f"accepted media types include: {APPLY_PATCH}, {', '.join(MERGE_PATCHES)}")
         if not isinstance(body, dict):
             raise errors.bad_request("the patch must be a JSON/YAML object")
         if content_type == APPLY_PATCH:
@@ -100,9 +97,12 @@ class ClusterState:
             self._validate(t, body)
             obj, created = self.store.apply(t, namespace, name, body)
             return self._written(t, obj), created
-        if not status_only:
-            self._validate(t, merge_patch(self.store.require(t, namespace, name), body))
-        return self._written(t, self.store.merge(t, namespace, name, body, status_only)), False
+        if content_type in MERGE_PATCHES:
+            if not status_only:
+                self._validate(t, merge_patch(self.store.require(t, namespace, name), body))
+            return self._written(t, self.store.merge(t, namespace, name, body, status_only)), False
+        raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                              f"accepted media types include: {APPLY_PATCH}, {', '.join(MERGE_PATCHES)}")
 
     def delete(self, t: ResourceType, namespace: str, name: str) -> Obj:
         obj, gone = self.store.delete(t, namespace, name)
