@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 KUBECTL = shutil.which("kubectl")
 pytestmark = [pytest.mark.timeout(60),
               pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (it is in CI)")]
-pytest_plugins = ["tests.sim_fixtures"]
 
 DEPLOYMENT = """
 apiVersion: apps/v1
