@@ -74,6 +74,9 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
     catalog = cluster.state.catalog
     if segments[:2] == ["openapi", "v3"]:
         return _openapi(cluster, "/".join(segments[2:]))
+    if segments == ["openapi", "v2"]:
+        body, content_type = openapi.v2_document(request.headers.get("Accept", ""), cluster.git_version)
+        return web.Response(body=body, headers={"Content-Type": content_type})
     if not segments or segments[0] not in ("api", "apis"):
         raise errors.path_not_found()
     if segments == ["api"]:

@@ -1,5 +1,5 @@
-"""The OpenAPI v3 documents kubectl reads: `/openapi/v3` (an index of group-versions) and
-`/openapi/v3/<api/v1 | apis/<group>/<version>>`.
+"""The OpenAPI documents kubectl reads: `/openapi/v3` (an index of group-versions),
+`/openapi/v3/<api/v1 | apis/<group>/<version>>`, and an empty `/openapi/v2`.
 
 kubectl uses them to decide how to validate and patch: a PATCH operation listing the
 `fieldValidation` parameter makes `kubectl apply` ask the server for strict field validation
@@ -151,3 +151,19 @@ def _operation(action: str, gvk: Obj, ref: Obj, parameters: list[Obj], body: tup
     if body:
         operation["requestBody"] = {"content": {media: {"schema": ref} for media in body}, "required": True}
     return operation
+
+
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"  # what kubectl asks for
+# What the API server answers with ('@' is not allowed in a media type Go can parse).
+_V2_PROTOBUF_ANSWER = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def v2_document(accept: str, git_version: str) -> tuple[bytes, str]:
+    """An OpenAPI v2 document describing nothing: kubectl falls back to it for kinds the v3 index
+    lacks, and an empty one makes it skip client-side validation and report the kind as not
+    served ("no matches for kind"), as against a real server. Protobuf (empty message) when
+    asked for, as kubectl does; JSON otherwise."""
+    if V2_PROTOBUF in accept:
+        return b"", _V2_PROTOBUF_ANSWER
+    body = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": git_version}, "paths": {}, "definitions": {}}
+    return json.dumps(body).encode(), "application/json"

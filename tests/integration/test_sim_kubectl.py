@@ -120,6 +120,10 @@ async def test_kubectl_drives_a_simulated_member(kubectl: Kubectl) -> None:
     rejected = await kubectl("apply", "-f", "-", stdin=unknown)
     assert rejected.code != 0
     assert 'strict decoding error: unknown field "spec.template.spec.containers[0].colour"' in rejected.err
+    # A kind the member does not serve: kubectl's usual answer, not a validation failure.
+    policy = "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p}\n"
+    missing = await kubectl("apply", "-f", "-", stdin=policy)
+    assert missing.code != 0 and 'no matches for kind "PropagationPolicy"' in missing.err, missing
     # A changed manifest is patched from the OpenAPI schemas (a strategic merge patch).
     changed = DEPLOYMENT.replace("nginx:1.27", "nginx:1.28")
     assert "deployment.apps/web configured" in await ok(kubectl, "apply", "-f", "-", stdin=changed)

@@ -134,3 +134,8 @@ async def test_openapi_v3_advertises_field_validation(api: KubeHttp) -> None:
     assert schemas["V1DeploymentSpec"]["properties"]["template"] == {"$ref": "#/components/schemas/V1PodTemplateSpec"}
     assert "V1Container" in schemas
     assert (await api.get("/openapi/v3/apis/nope/v1"))[0] == 404
+    # v2 describes nothing; kubectl asks for it in protobuf, where that is an empty message.
+    status, v2 = await api.request("GET", "/openapi/v2",
+                                   accept="application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+    assert (status, v2) == (200, "")
+    assert (await api.ok("GET", "/openapi/v2"))["definitions"] == {}
