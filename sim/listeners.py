@@ -40,10 +40,10 @@ class ClusterListeners:
         await runner.setup()
         self._runner, self._tls = runner, tls
 
-    def open(self, name: str, port: int) -> int:
+    def open(self, name: str, port: int, hint: str = "") -> int:
         """Listen for cluster `name` on `port` (0: any free port) and return the port. The socket
         listens before this returns, so a client connecting at once waits in the backlog rather
-        than being refused."""
+        than being refused. `hint` ends the error when the port is taken."""
         if self._runner is None or self._tls is None:
             raise RuntimeError("listeners not started")
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -53,7 +53,8 @@ class ClusterListeners:
                 sock.bind((self.host, port))
             except OSError as e:
                 which = f"{self.host}:{port}, the port its kubeconfig names" if port else f"{self.host}"
-                raise PortTaken(f"cluster {name!r} cannot listen on {which}: {e.strerror or e}") from None
+                raise PortTaken(f"cluster {name!r} cannot listen on {which}: {e.strerror or e}"
+                                f"{f' ({hint})' if port and hint else ''}") from None
             sock.listen(_BACKLOG)
         except BaseException:
             sock.close()

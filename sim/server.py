@@ -133,7 +133,8 @@ class SimServer:
         assert self.tls is not None
         kubeconfig = self.kubeconfig_path(cluster.name)
         # The port of an earlier run's kubeconfig, so joined clients (which stored it) keep working.
-        port = self._listeners.open(cluster.name, existing_port(kubeconfig))
+        port = self._listeners.open(cluster.name, existing_port(kubeconfig),
+                                    hint=f"delete {kubeconfig} to give it a new port, then join it again")
         cluster.url = f"https://{_url_host(self.host)}:{port}"
         cluster.kubeconfig = kubeconfig
         write_kubeconfig(kubeconfig, cluster.name, cluster.url, cluster.token, self.tls.ca_data)

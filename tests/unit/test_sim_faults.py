@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -168,3 +169,16 @@ async def test_kubeconfigs_survive_a_restart(start_sim: StartSim, kube_http: Cal
         assert await kube_http(again.cluster("member2")).get("/readyz") == (200, "ok")
     finally:
         await again.stop()
+
+
+async def test_a_restart_refuses_to_move_a_cluster_whose_port_was_taken(start_sim: StartSim) -> None:
+    first = await start_sim()
+    port = int(first.url("member1").rsplit(":", 1)[1])
+    await first.stop()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        again = type(first)(first.clock, first.data_dir)
+        again.add_cluster("member1")
+        with pytest.raises(OSError, match=rf"cluster 'member1' cannot listen on 127.0.0.1:{port}.*delete .*member1"):
+            await again.start()
