@@ -57,10 +57,6 @@ class Authority:
         context.load_cert_chain(self.cert_path, self.key_path)
         return context
 
-    def client_context(self) -> ssl.SSLContext:
-        """What a client trusting only this CA uses (tests, raw HTTP against a cluster)."""
-        return ssl.create_default_context(cadata=self.ca_pem.decode())
-
 
 def serving_hosts(bind_host: str) -> list[str]:
     """Names the serving certificate covers: loopback, and the bound address (the machine's name
