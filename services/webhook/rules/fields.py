@@ -34,6 +34,16 @@ def invalid(path: str, value: object, message: str) -> FieldError:
     return FieldError(path, f"invalid value {_show(value)}: {message}")
 
 
+def too_many(path: str, count: int, limit: int) -> FieldError:
+    # Kubernetes' field.TooMany wording.
+    return FieldError(path, f"Too many: {count}: must have at most {limit} items")
+
+
+def too_long(path: str, limit: int) -> FieldError:
+    # Kubernetes' field.TooLong wording.
+    return FieldError(path, f"Too long: must have at most {limit} bytes")
+
+
 def check(path: str, value: str, problems: Callable[[str], list[str]]) -> Iterator[FieldError]:
     """One error for `value` if the name rule `problems` finds anything wrong with it."""
     found = problems(value)
