@@ -217,7 +217,7 @@ def _parse_map(container: Any, fd: FieldDescriptor, value: Any, path: str, error
     value_fd = _message_type(fd).fields_by_name["value"]
     quantity = fd.full_name in _QUANTITY_FIELDS
     for key, item in value.items():
-        item_path = f"{path}[{key}]"
+        item_path = f"{path}[{limits.path_key(key)}]"
         if not isinstance(key, str):
             errors.append(FieldError(item_path, f"expected string key, got {_json_type(key)}"))
         elif value_fd.type == _T.TYPE_MESSAGE:
@@ -556,7 +556,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _join(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
+    key = limits.path_key(str(key))
+    return f"{path}.{key}" if path else key
 
 
 def _json_type(value: Any) -> str:

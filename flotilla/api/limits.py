@@ -7,6 +7,7 @@ differ from Kubernetes and Karmada.
 from __future__ import annotations
 
 from collections.abc import Mapping
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,8 @@ def shape_problem(value: Any, root: str = "") -> tuple[str, str] | None:
             if shared:
                 return root, f"YAML aliases expand the document past {limit}"
             return root, f"the document is larger than {limit}"
+        if isinstance(item, str) and _surrogate(item):
+            return _shorten(node.path(root)), f"not valid Unicode: {_surrogate(item)}"
         if not isinstance(item, Mapping | list | tuple):
             continue
         if node.depth > MAX_DEPTH:
@@ -74,10 +77,30 @@ def shape_problem(value: Any, root: str = "") -> tuple[str, str] | None:
         if isinstance(item, Mapping):
             for key, child in item.items():
                 size += len(key) if isinstance(key, str) else 1
-                stack.append(_Node(child, node, str(key), node.depth + 1))
+                if isinstance(key, str) and _surrogate(key):
+                    # The key cannot be printed, so the path stops at its map.
+                    return _shorten(node.path(root)), f"a key is not valid Unicode: {_surrogate(key)}"
+                stack.append(_Node(child, node, path_key(str(key)), node.depth + 1))
         else:
             stack.extend(_Node(child, node, f"[{i}]", node.depth + 1) for i, child in enumerate(item))
     return None
+
+
+def path_key(key: str) -> str:
+    """A key as a field path shows it: quoted, with escapes, when it holds a newline or the like,
+    so that every error stays one line."""
+    return key if key.isprintable() else json.dumps(key)
+
+
+def _surrogate(text: str) -> str:
+    """A lone UTF-16 surrogate (JSON's "\\ud800"), which no UTF-8 text, and so no protobuf string, can hold."""
+    if text.isascii():
+        return ""
+    try:
+        text.encode()
+    except UnicodeEncodeError as e:
+        return f"lone surrogate \\u{ord(text[e.start]):04x} at character {e.start}"
+    return ""
 
 
 def _shorten(path: str, keep: int = 80) -> str:

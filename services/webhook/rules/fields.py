@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from flotilla.api.codec import FieldError
+from flotilla.api.limits import path_key
 
 
 def child(path: str, name: str) -> str:
@@ -18,7 +19,7 @@ def index(path: str, i: int) -> str:
 def key(path: str, map_key: str) -> str:
     # The codec spells map entries the same way (`metadata.labels[app]`), so
     # parse errors and admission errors point at fields alike.
-    return f"{path}[{map_key}]"
+    return f"{path}[{path_key(map_key)}]"
 
 
 def required(path: str) -> FieldError:
