@@ -6,9 +6,8 @@ differ from Kubernetes and Karmada.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 # etcd's default --max-request-bytes: the largest object a Kubernetes API server can store.
@@ -25,23 +24,8 @@ MAX_VALUES = 200_000
 MAX_SELECTORS = 1_000
 
 
-@dataclass(frozen=True)
-class _Node:
-    value: Any
-    parent: _Node | None
-    key: str
-    depth: int
-
-    def path(self, root: str) -> str:
-        keys: list[str] = []
-        node: _Node | None = self
-        while node is not None and node.parent is not None:
-            keys.append(node.key)
-            node = node.parent
-        text = root
-        for key in reversed(keys):
-            text = f"{text}{key}" if key.startswith("[") or not text else f"{text}.{key}"
-        return text
+# (value, parent node, key in the parent, depth): a path is only spelled out for an error.
+_Node = tuple[Any, "_Node | None", "str | int", int]
 
 
 def shape_problem(value: Any, root: str = "") -> tuple[str, str] | None:
@@ -51,39 +35,58 @@ def shape_problem(value: Any, root: str = "") -> tuple[str, str] | None:
     so it costs bounded time even for a "billion laughs" YAML document: PyYAML loads each alias
     as one shared object, which this walk (like JSON encoding) visits once per use.
     """
+    if not isinstance(value, Mapping | list | tuple):
+        problem = _surrogate(value) if isinstance(value, str) else ""
+        return (root, f"not valid Unicode: {problem}") if problem else None
     values = size = 0
     seen: set[int] = set()
     shared = False
-    stack = [_Node(value, None, "", 1)]
+    stack: list[_Node] = [(value, None, "", 1)]
     while stack:
         node = stack.pop()
-        item = node.value
-        values += 1
-        size += len(item) if isinstance(item, str) else 1
+        item, _, _, depth = node
+        if depth > MAX_DEPTH:
+            return _shorten(_path(node, root)), f"nested deeper than {MAX_DEPTH} levels"
+        shared = shared or id(item) in seen
+        seen.add(id(item))
+        children = item.items() if isinstance(item, Mapping) else enumerate(item)
+        for key, child in children:
+            values += 1
+            if isinstance(key, str):
+                size += len(key)
+                if _surrogate(key):
+                    # The key cannot be printed, so the path stops at its map.
+                    return _shorten(_path(node, root)), f"a key is not valid Unicode: {_surrogate(key)}"
+            if isinstance(child, str):
+                size += len(child)
+                if _surrogate(child):
+                    where = _path((child, node, key, depth + 1), root)
+                    return _shorten(where), f"not valid Unicode: {_surrogate(child)}"
+            elif isinstance(child, Mapping | list | tuple):
+                stack.append((child, node, key, depth + 1))
+            else:
+                size += 1
         if values > MAX_VALUES or size > MAX_DOCUMENT_BYTES:
             limit = f"{MAX_VALUES} values" if values > MAX_VALUES else f"{MAX_DOCUMENT_BYTES} bytes"
             if shared:
                 return root, f"YAML aliases expand the document past {limit}"
             return root, f"the document is larger than {limit}"
-        if isinstance(item, str) and _surrogate(item):
-            return _shorten(node.path(root)), f"not valid Unicode: {_surrogate(item)}"
-        if not isinstance(item, Mapping | list | tuple):
-            continue
-        if node.depth > MAX_DEPTH:
-            return _shorten(node.path(root)), f"nested deeper than {MAX_DEPTH} levels"
-        if id(item) in seen:
-            shared = True
-        seen.add(id(item))
-        if isinstance(item, Mapping):
-            for key, child in item.items():
-                size += len(key) if isinstance(key, str) else 1
-                if isinstance(key, str) and _surrogate(key):
-                    # The key cannot be printed, so the path stops at its map.
-                    return _shorten(node.path(root)), f"a key is not valid Unicode: {_surrogate(key)}"
-                stack.append(_Node(child, node, path_key(str(key)), node.depth + 1))
-        else:
-            stack.extend(_Node(child, node, f"[{i}]", node.depth + 1) for i, child in enumerate(item))
     return None
+
+
+def _path(node: _Node, root: str) -> str:
+    keys: list[str | int] = []
+    current: _Node | None = node
+    while current is not None and current[1] is not None:
+        keys.append(current[2])
+        current = current[1]
+    text = root
+    for key in reversed(keys):
+        if isinstance(key, int):
+            text += f"[{key}]"
+        else:
+            text = f"{text}.{path_key(key)}" if text else path_key(key)
+    return text
 
 
 def path_key(key: str) -> str:
@@ -94,7 +97,7 @@ def path_key(key: str) -> str:
 
 def _surrogate(text: str) -> str:
     """A lone UTF-16 surrogate (JSON's "\\ud800"), which no UTF-8 text, and so no protobuf string, can hold."""
-    if text.isascii():
+    if text.isascii():  # the common case, and cheap
         return ""
     try:
         text.encode()

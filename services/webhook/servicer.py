@@ -78,7 +78,7 @@ def document(request: Request) -> Any | Review:
     size = len(request.object_json.encode())
     if size > MAX_DOCUMENT_BYTES:
         return Review(None, errors=[codec.FieldError(
-            "", f"the document is {size} bytes, more than the {MAX_DOCUMENT_BYTES} an object may have")])
+            "", f"the document is larger than {MAX_DOCUMENT_BYTES} bytes ({size} bytes)")])
     try:
         return codec.load_json(request.object_json)
     except codec.CodecError as e:

@@ -20,7 +20,7 @@ from flotilla.api import codec
 from flotilla.api.v1 import webhook_pb2
 from services.webhook.admission import Review, admit, decode
 from services.webhook.defaulting import AdmissionConfig
-from services.webhook.servicer import document
+from services.webhook.servicer import Request, document
 from tests.admission_cases import VALID_BASES
 
 settings.register_profile(
@@ -198,7 +198,7 @@ def request_for(doc: Any) -> webhook_pb2.AdmissionRequest:
     return webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
 
 
-def pure_admission(request: webhook_pb2.AdmissionRequest) -> Review:
+def pure_admission(request: Request) -> Review:
     """What the webhook does with a CREATE, without the store: JSON, decode, default, validate."""
     doc = document(request)
     if isinstance(doc, Review):
