@@ -21,7 +21,7 @@ from flotilla.api.v1 import webhook_pb2
 from services.webhook.admission import Review, admit, decode
 from services.webhook.defaulting import AdmissionConfig
 from services.webhook.servicer import Request, document
-from tests.admission_cases import VALID_BASES
+from tests.admission_cases import DIVIDED, VALID_BASES
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -37,26 +37,6 @@ CONFIG = AdmissionConfig()
 
 # Kinds the admission cases and examples do not carry.
 _EXTRA_SEEDS = """\
-apiVersion: policy.karmada.io/v1alpha1
-kind: OverridePolicy
-metadata:
-  name: nginx-override
-  namespace: default
-spec:
-  resourceSelectors:
-    - apiVersion: apps/v1
-      kind: Deployment
-      name: nginx
-  overrideRules:
-    - targetCluster:
-        clusterNames:
-          - member1
-      overriders:
-        imageOverrider:
-          - component: Registry
-            operator: replace
-            value: registry.example.com
----
 apiVersion: work.karmada.io/v1alpha2
 kind: ResourceBinding
 metadata:
@@ -89,10 +69,25 @@ data:
 """
 
 
+def _override_policy() -> dict[str, Any]:
+    """An OverridePolicy (a template to Flotilla, which does not override) for the divided policy's Deployment."""
+    (policy,) = codec.load_yaml_documents(DIVIDED)
+    rule = {
+        "targetCluster": {"clusterNames": ["member1"]},
+        "overriders": {"imageOverrider": [{"component": "Registry", "operator": "replace", "value": "example.com"}]},
+    }
+    return {
+        "apiVersion": policy["apiVersion"],
+        "kind": "OverridePolicy",
+        "metadata": {**policy["metadata"], "name": "nginx-override"},
+        "spec": {"resourceSelectors": policy["spec"]["resourceSelectors"], "overrideRules": [rule]},
+    }
+
+
 def _seed_documents() -> list[dict[str, Any]]:
     texts = [text for _, text in VALID_BASES] + [_EXTRA_SEEDS]
     texts += [path.read_text() for path in sorted((ROOT / "examples").glob("*.yaml"))]
-    return [doc for text in texts for doc in codec.load_yaml_documents(text)]
+    return [doc for text in texts for doc in codec.load_yaml_documents(text)] + [_override_policy()]
 
 
 SEEDS: list[dict[str, Any]] = _seed_documents()
