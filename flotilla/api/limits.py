@@ -36,7 +36,7 @@ def shape_problem(value: Any, root: str = "") -> tuple[str, str] | None:
     as one shared object, which this walk (like JSON encoding) visits once per use.
     """
     if not isinstance(value, Mapping | list | tuple):
-        problem = _surrogate(value) if isinstance(value, str) else ""
+        problem = _utf8(value)[1] if isinstance(value, str) else ""
         return (root, f"not valid Unicode: {problem}") if problem else None
     values = size = 0
     seen: set[int] = set()
@@ -53,15 +53,16 @@ def shape_problem(value: Any, root: str = "") -> tuple[str, str] | None:
         for key, child in children:
             values += 1
             if isinstance(key, str):
-                size += len(key)
-                if _surrogate(key):
+                length, problem = _utf8(key)
+                size += length
+                if problem:
                     # The key cannot be printed, so the path stops at its map.
-                    return _shorten(_path(node, root)), f"a key is not valid Unicode: {_surrogate(key)}"
+                    return _shorten(_path(node, root)), f"a key is not valid Unicode: {problem}"
             if isinstance(child, str):
-                size += len(child)
-                if _surrogate(child):
-                    where = _path((child, node, key, depth + 1), root)
-                    return _shorten(where), f"not valid Unicode: {_surrogate(child)}"
+                length, problem = _utf8(child)
+                size += length
+                if problem:
+                    return _shorten(_path((child, node, key, depth + 1), root)), f"not valid Unicode: {problem}"
             elif isinstance(child, Mapping | list | tuple):
                 stack.append((child, node, key, depth + 1))
             else:
@@ -95,15 +96,15 @@ def path_key(key: str) -> str:
     return key if key.isprintable() else json.dumps(key)
 
 
-def _surrogate(text: str) -> str:
-    """A lone UTF-16 surrogate (JSON's "\\ud800"), which no UTF-8 text, and so no protobuf string, can hold."""
+def _utf8(text: str) -> tuple[int, str]:
+    """(bytes as UTF-8, "") or (0, the problem): a lone UTF-16 surrogate (JSON's "\\ud800")
+    is no UTF-8 text, and so no protobuf string, can hold."""
     if text.isascii():  # the common case, and cheap
-        return ""
+        return len(text), ""
     try:
-        text.encode()
+        return len(text.encode()), ""
     except UnicodeEncodeError as e:
-        return f"lone surrogate \\u{ord(text[e.start]):04x} at character {e.start}"
-    return ""
+        return 0, f"lone surrogate \\u{ord(text[e.start]):04x} at character {e.start}"
 
 
 def _shorten(path: str, keep: int = 80) -> str:

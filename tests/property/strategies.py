@@ -189,7 +189,7 @@ def mutated_documents(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def request_for(doc: Any) -> webhook_pb2.AdmissionRequest:
-    """The request flotillactl sends for a document."""
+    """The request a JSON client sends (escaping non-ASCII, so a lone surrogate gets through too)."""
     return webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
 
 

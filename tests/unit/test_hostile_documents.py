@@ -16,7 +16,7 @@ from typing import TypeVar
 import pytest
 
 from flotilla.api import codec
-from flotilla.api.limits import MAX_DEPTH, MAX_SELECTORS
+from flotilla.api.limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_SELECTORS, shape_problem
 from flotilla.cli.documents import read_sources
 from flotilla.cli.errors import CLIError
 from services.webhook.servicer import parse_request
@@ -129,3 +129,9 @@ def test_selectors_and_affinity_terms_are_limited(selectors: int, terms: int, er
     reason = f"Too many: {MAX_SELECTORS + 1}: must have at most {MAX_SELECTORS} items"
     found = pure_admission(request_for(_policy(selectors, terms))).errors
     assert [str(e) for e in found] == [f"{path}: {reason}" for path in errors]
+
+
+def test_size_counts_utf8_bytes_not_characters() -> None:
+    # 800,000 characters, 1,600,000 bytes: what the request would carry.
+    doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "é" * 800_000}}
+    assert shape_problem(doc) == ("", f"the document is larger than {MAX_DOCUMENT_BYTES} bytes")
