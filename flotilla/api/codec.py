@@ -66,8 +66,21 @@ class FieldError:
     path: str
     reason: str
 
+    def __post_init__(self) -> None:
+        # One line wherever it is shown, whatever the document held: reasons quote values
+        # a user wrote, and a Lua error can span lines.
+        object.__setattr__(self, "path", one_line(self.path))
+        object.__setattr__(self, "reason", one_line(self.reason))
+
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+def one_line(text: str) -> str:
+    """text with newlines and other unprintable characters as escapes (`\\n`, `\\u2028`)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 class CodecError(ValueError):

@@ -179,13 +179,18 @@ def _mutate_once(draw: st.DrawFn, doc: dict[str, Any]) -> None:
         target[draw(st.sampled_from(["unknown", "Spec", "replicas ", "x-extra", "\u00fcber"]))] = draw(_JSON)
 
 
-@st.composite
-def mutated_documents(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid document broken one to three times: most are rejected, some still valid."""
-    doc = draw(valid_documents())
+def mutate(draw: st.DrawFn, doc: dict[str, Any]) -> dict[str, Any]:
+    """A copy of doc broken one to three times."""
+    doc = copy.deepcopy(doc)
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         _mutate_once(draw, doc)
     return doc
+
+
+@st.composite
+def mutated_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid document broken: most are rejected, some still valid."""
+    return mutate(draw, draw(valid_documents()))
 
 
 def request_for(doc: Any) -> webhook_pb2.AdmissionRequest:

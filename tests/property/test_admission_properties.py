@@ -19,6 +19,7 @@ from tests.property.strategies import (
     CONFIG,
     NOW,
     SEED_TEXTS,
+    mutate,
     mutated_documents,
     pure_admission,
     request_for,
@@ -40,7 +41,18 @@ def test_admission_never_raises_and_every_rejection_names_a_field(doc: dict[str,
         codec.to_json(review.obj)  # the servicer answers with the admitted object
     for error in review.errors:
         assert error.path, f"no field path in {error.reason!r}"
-        assert error.reason and "\n" not in str(error)
+        assert error.reason and len(str(error).splitlines()) == 1
+
+
+@given(valid_documents(), st.data())
+def test_an_update_never_raises_and_every_rejection_names_a_field(doc: dict[str, Any], data: st.DataObject) -> None:
+    stored = pure_admission(request_for(doc)).obj
+    assert stored is not None
+    update = decode(json.loads(request_for(mutate(data.draw, doc)).object_json))
+    if update.obj is not None and type(update.obj) is type(stored):
+        update.errors = admit(update.obj, stored, CONFIG, NOW)
+        codec.to_json(update.obj)
+    assert all(error.path and len(str(error).splitlines()) == 1 for error in update.errors)
 
 
 @given(mutated_documents())
