@@ -230,7 +230,7 @@ def _parse_map(container: Any, fd: FieldDescriptor, value: Any, path: str, error
     value_fd = _message_type(fd).fields_by_name["value"]
     quantity = fd.full_name in _QUANTITY_FIELDS
     for key, item in value.items():
-        item_path = f"{path}[{limits.path_key(key)}]"
+        item_path = f"{path}[{limits.path_key(str(key))}]"
         if not isinstance(key, str):
             errors.append(FieldError(item_path, f"expected string key, got {_json_type(key)}"))
         elif value_fd.type == _T.TYPE_MESSAGE:

@@ -176,7 +176,9 @@ def _mutate_once(draw: st.DrawFn, doc: dict[str, Any]) -> None:
         parent[key] = {"item": current}
     else:
         target = current if isinstance(current, dict) else parent if isinstance(parent, dict) else doc
-        target[draw(st.sampled_from(["unknown", "Spec", "replicas ", "x-extra", "\u00fcber"]))] = draw(_JSON)
+        # YAML, unlike JSON, has keys that are not strings.
+        keys = st.sampled_from(["unknown", "Spec", "replicas ", "x-extra", "\u00fcber", 1, True, None, 2.5])
+        target[draw(keys)] = draw(_JSON)
 
 
 def mutate(draw: st.DrawFn, doc: dict[str, Any]) -> dict[str, Any]:

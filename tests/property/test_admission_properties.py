@@ -44,6 +44,15 @@ def test_admission_never_raises_and_every_rejection_names_a_field(doc: dict[str,
         assert error.reason and len(str(error).splitlines()) == 1
 
 
+@given(mutated_documents())
+def test_a_document_as_yaml_loads_it_is_decoded_without_raising(doc: dict[str, Any]) -> None:
+    # No JSON in between, as `flotillactl whatif` decodes: keys that are not strings reach the codec.
+    review = decode(doc)
+    if review.obj is not None:
+        review.errors = admit(review.obj, None, CONFIG, NOW)
+    assert all(error.path and len(str(error).splitlines()) == 1 for error in review.errors)
+
+
 @given(valid_documents(), st.data())
 def test_an_update_never_raises_and_every_rejection_names_a_field(doc: dict[str, Any], data: st.DataObject) -> None:
     stored = pure_admission(request_for(doc)).obj
