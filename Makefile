@@ -34,6 +34,7 @@ protos: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/schedule.py
+	$(BIN)/python bench/hostile.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
