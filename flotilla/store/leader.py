@@ -147,25 +147,23 @@ class LeaderElector:
         interval = max(self.ttl / 3, 0.2)
         loop = asyncio.get_running_loop()
         expires = loop.time() + self.ttl
-        try:
-            while True:
-                await asyncio.sleep(interval)
-                try:
-                    reply = await asyncio.wait_for(self.client.refresh_lease(self.lease_id), interval)
-                except ETCD_ERRORS as e:
-                    # Survivable while the lease still has time left; past that another
-                    # instance may already lead, so we must stop acting as leader.
-                    log.warning("event=lease-refresh-failed identity=%s error=%s", self.identity, e)
-                    if loop.time() >= expires:
-                        break
-                    continue
-                expires = loop.time() + self.ttl
-                if reply is None or reply.TTL <= 0:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                reply = await asyncio.wait_for(self.client.refresh_lease(self.lease_id), interval)
+            except ETCD_ERRORS as e:
+                # Survivable while the lease still has time left; past that another
+                # instance may already lead, so we must stop acting as leader.
+                log.warning("event=lease-refresh-failed identity=%s error=%s", self.identity, e)
+                if loop.time() >= expires:
                     break
-        finally:
-            if not self.lost.is_set() and self.lease_id is not None:
-                log.warning("event=leader-lost key=%s identity=%s", self.key.decode(), self.identity)
-                self.lost.set()
+                continue
+            expires = loop.time() + self.ttl
+            if reply is None or reply.TTL <= 0:
+                break
+        # Reached only when the lease is gone or ran out; resigning cancels this task instead.
+        log.warning("event=leader-lost key=%s identity=%s", self.key.decode(), self.identity)
+        self.lost.set()
 
     async def resign(self) -> None:
         task, self._keepalive = self._keepalive, None
