@@ -25,6 +25,8 @@ import aetcd
 import aetcd.exceptions
 import aetcd.rtypes
 
+from flotilla.store.connect import watch as checked_watch
+
 log = logging.getLogger(__name__)
 
 ELECTION_PREFIX = "/flotilla/election/"
@@ -130,8 +132,8 @@ class LeaderElector:
         got = await self._bounded(self.client.get(self.key))
         if got is None:
             return
-        watch = await self._bounded(self.client.watch(
-            self.key, start_revision=got.mod_revision + 1, kind=aetcd.rtypes.EventKind.DELETE
+        watch = await self._bounded(checked_watch(
+            self.client, self.key, start_revision=got.mod_revision + 1, kind=aetcd.rtypes.EventKind.DELETE
         ))
         try:
             async with asyncio.timeout(self.ttl):
