@@ -73,7 +73,7 @@ def current_taints(cluster: cluster_pb2.Cluster) -> list[meta_pb2.Taint]:
 
     The status service turns the cluster Ready and the taint manager then removes those taints,
     in two writes that watchers may see in either order; an eviction decided in between would
-    move workloads off a cluster that has just recovered.
+    move workloads off a cluster that has just recovered (docs/differences.md, decision 11).
     """
     if not is_true(cluster.status.conditions, "Ready"):
         return list(cluster.spec.taints)
