@@ -13,14 +13,14 @@ from collections.abc import Iterator
 import pytest
 
 from flotilla.api import registry
-from flotilla.api.conditions import get_condition, is_true
-from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.api.conditions import get_condition
+from flotilla.api.v1 import cluster_pb2
 from flotilla.cli.status import InstanceStatus, check_health, collect
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
-from tests.e2e.failover_support import History, Plane, history
+from tests.e2e.failover_support import History, Plane, history, placed, settled
 from tests.e2e.planes import flotilla_up
 from tests.factories import EXAMPLES_DIR
 
@@ -42,14 +42,6 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Plane, Emb
             yield Plane(data_dir, etcd.endpoint), etcd
     finally:
         etcd.stop()
-
-
-def placed(binding: work_pb2.ResourceBinding | None) -> list[tuple[str, int]]:
-    return [(t.name, t.replicas) for t in binding.spec.clusters] if binding is not None else []
-
-
-def settled(cluster: cluster_pb2.Cluster | None) -> bool:
-    return cluster is not None and is_true(cluster.status.conditions, "Ready") and not cluster.spec.taints
 
 
 async def leader_elected(plane: Plane) -> list[InstanceStatus]:

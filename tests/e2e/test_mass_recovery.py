@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from flotilla.api import registry
-from flotilla.api.conditions import is_true
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from tests.e2e.failover_support import History, Plane, history, started_plane
+from tests.e2e.failover_support import History, Plane, history, placed, settled, started_plane
 from tests.factories import EXAMPLES_DIR
 
 pytestmark = pytest.mark.e2e
@@ -31,16 +30,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
         yield started
 
 
-def placed(binding: work_pb2.ResourceBinding | None) -> list[tuple[str, int]]:
-    return [(t.name, t.replicas) for t in binding.spec.clusters] if binding is not None else []
-
-
 def no_execute(cluster: cluster_pb2.Cluster | None) -> bool:
     return cluster is not None and any(t.effect == "NoExecute" for t in cluster.spec.taints)
-
-
-def settled(cluster: cluster_pb2.Cluster | None) -> bool:
-    return cluster is not None and is_true(cluster.status.conditions, "Ready") and not cluster.spec.taints
 
 
 def unchanged(rbs: History[work_pb2.ResourceBinding], before: dict[str, list[tuple[str, int]]]) -> bool:
