@@ -40,13 +40,30 @@ def parse_endpoint(endpoints: str) -> tuple[str, int]:
 
 
 class _Watcher(aetcd.watcher.Watcher):  # type: ignore[misc]
-    """aetcd's Watcher, sending the watch ID a caller names (aetcd drops it from the request)."""
+    """aetcd's Watcher, sending the watch ID a caller names (aetcd drops it from the request),
+    and giving etcd's "created" answer only to the request that asked for that ID: an answer
+    to a request that gave up is cancelled instead of handed to the one pending now."""
 
     def _build_watch_create_request(self, *args: Any, watch_id: int | None = None, **kwargs: Any) -> Any:
         request = super()._build_watch_create_request(*args, watch_id=watch_id, **kwargs)
         if watch_id:
             request.create_request.watch_id = watch_id
+            # Built while its callback is the pending one (aetcd sets it, then enqueues this).
+            if self._new_callback is not None:
+                self._new_callback.wanted_id = watch_id
         return request
+
+    async def _handle_response(self, response: Any) -> None:
+        if response.created:
+            async with self._lock:
+                pending = self._new_callback
+                wanted = getattr(pending, "wanted_id", None) if pending is not None else None
+                stray = wanted is not None and response.watch_id != wanted
+                if stray:
+                    await self._enqueue_watch_cancel(watch_id=response.watch_id)
+            if stray:
+                return
+        await super()._handle_response(response)
 
 
 class _Client(aetcd.Client):  # type: ignore[misc]
@@ -79,9 +96,10 @@ async def watch(client: aetcd.Client, key: bytes, prefix: bool = False, **option
 
     aetcd hands etcd's "created" answer to whichever watch request is pending. A create request
     left queued by an attempt that timed out while etcd was down is sent once etcd is back, and
-    its answer goes to the next request: that watch then delivers another key's events, or none.
-    So each watch names its own ID, and an answer for another ID is refused (the stray watch is
-    cancelled) for the caller to retry as after any watch failure.
+    its answer would go to the next request: that watch would deliver another key's events, or
+    none. So each watch names its own ID; the watcher (`_Watcher`) cancels answers meant for
+    others, and should one still get through, it is refused here (the stray watch cancelled)
+    for the caller to retry as after any watch failure.
     """
     wanted = next(_watch_ids)
     if prefix:
