@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.cli.connection import open_store
 from flotilla.cli.table import table
+from flotilla.runtime.health import REASON_METADATA
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
 
@@ -23,31 +24,36 @@ class InstanceStatus:
     endpoint: Endpoint
     health: str
     leader: bool
+    # Why it is not SERVING, as the service itself says; "" when it gives no reason.
+    reason: str = ""
 
 
-async def check_health(address: str, timeout: float = 2.0) -> str:
+async def check_health(address: str, timeout: float = 2.0) -> tuple[str, str]:
+    """The instance's health and, when it is not SERVING, the reason it gives."""
     async with grpc.aio.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
+        call = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
         try:
-            reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+            reply = await call
         except grpc.aio.AioRpcError as e:
             unreachable = e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-            return "UNREACHABLE" if unreachable else e.code().name
-        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+            return ("UNREACHABLE" if unreachable else e.code().name), ""
+        reasons = [str(v) for k, v in (await call.trailing_metadata() or ()) if k == REASON_METADATA]
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)), "; ".join(reasons)
 
 
-async def check_http_health(address: str, path: str, timeout: float = 2.0) -> str:
+async def check_http_health(address: str, path: str, timeout: float = 2.0) -> tuple[str, str]:
     import aiohttp
 
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
                 session.get(f"http://{address}{path}") as response:
-            return "SERVING" if response.status == 200 else f"HTTP {response.status}"
+            return ("SERVING", "") if response.status == 200 else (f"HTTP {response.status}", "")
     except (aiohttp.ClientError, TimeoutError):
-        return "UNREACHABLE"
+        return "UNREACHABLE", ""
 
 
-def endpoint_health(endpoint: Endpoint) -> Awaitable[str]:
+def endpoint_health(endpoint: Endpoint) -> Awaitable[tuple[str, str]]:
     if endpoint.extra.get("protocol") == "http":
         return check_http_health(endpoint.address, endpoint.extra.get("health", "/"))
     return check_health(endpoint.address)
@@ -58,8 +64,8 @@ async def collect(client: aetcd.Client) -> list[InstanceStatus]:
     healths = await asyncio.gather(*(endpoint_health(e) for e in endpoints))
     leaders = {s: await current_leader(client, s) for s in {e.service for e in endpoints}}
     return [
-        InstanceStatus(e, h, leaders.get(e.service) == e.id)
-        for e, h in zip(endpoints, healths, strict=True)
+        InstanceStatus(e, health, leaders.get(e.service) == e.id, reason)
+        for e, (health, reason) in zip(endpoints, healths, strict=True)
     ]
 
 
@@ -79,13 +85,16 @@ def render(statuses: Sequence[InstanceStatus]) -> str:
         ]
         for s in statuses
     ]
-    return table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS", "METRICS"], rows)
+    text = table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS", "METRICS"], rows)
+    # A reason is a sentence, too long for a column: listed under the table.
+    notes = [f"{s.endpoint.service} {s.endpoint.id}: {s.health}: {s.reason}" for s in statuses if s.reason]
+    return "\n".join([text, "", *notes]) if notes else text
 
 
 def render_json(statuses: Sequence[InstanceStatus]) -> str:
     return json.dumps({"items": [
         {"service": s.endpoint.service, "instance": s.endpoint.id, "leader": s.leader, "health": s.health,
-         "address": s.endpoint.address, "metricsAddress": s.endpoint.metrics_address}
+         "reason": s.reason, "address": s.endpoint.address, "metricsAddress": s.endpoint.metrics_address}
         for s in statuses
     ]}, indent=2)
 

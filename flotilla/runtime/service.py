@@ -22,13 +22,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 
 from flotilla.context import ContextError, resolve_endpoints
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.flags import apply_env_defaults, duration
+from flotilla.runtime.health import ServiceHealth
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
@@ -133,7 +134,8 @@ class Runner:
         self.stopping = asyncio.Event()
         self.address = ""
         self.metrics_port = 0
-        self.health = health.aio.HealthServicer()
+        self.health = ServiceHealth(spec.name)
+        self._background: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -181,9 +183,10 @@ class Runner:
             ttl=max(int(self.args.endpoint_ttl), 1),
         )
         await registration.start()
-        await self._set_serving(True)
+        await self.health.publish()
         log.info("event=serving address=%s metrics_port=%s identity=%s", self.address, self.metrics_port, self.identity)
-        leading = asyncio.create_task(self._lead_forever(ctx))
+        leading = asyncio.create_task(self._lead_forever(ctx), name="lead-forever")
+        leading.add_done_callback(self._leading_ended)
         try:
             await self.stopping.wait()
         finally:
@@ -199,18 +202,27 @@ class Runner:
             await store.close()
             provider.shutdown()
 
-    async def _set_serving(self, serving: bool) -> None:
-        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
-        await self.health.set("", status)
-        await self.health.set(self.spec.name, status)
-
     async def _task_down(self, name: str, error: BaseException) -> None:
         log.warning("event=not-serving task=%s error=%s: %s", name, type(error).__name__, error)
-        await self._set_serving(False)
+        await self.health.set_reason(f"task/{name}", f"task {name} failed ({type(error).__name__}: {error}); "
+                                                       "restarting with backoff")
 
     async def _tasks_up(self) -> None:
         log.info("event=serving-again")
-        await self._set_serving(True)
+        await self.health.clear("task/")
+
+    async def _election(self, reason: str | None) -> None:
+        await self.health.set_reason("election", reason)
+
+    def _leading_ended(self, task: asyncio.Task[None]) -> None:
+        # _lead_forever only ends by cancellation; anything else is a bug that must not
+        # leave the service SERVING and idle.
+        if task.cancelled() or task.exception() is None:
+            return
+        error = task.exception()
+        log.error("event=leader-loop-died error=%s: %s", type(error).__name__, error)
+        self._background.add(asyncio.get_running_loop().create_task(self.health.set_reason(
+            "leader-loop", f"leader election loop died ({type(error).__name__}: {error})")))
 
     async def _lead(self, ctx: ServiceContext) -> None:
         assert self.spec.lead is not None
@@ -219,7 +231,7 @@ class Runner:
         finally:
             # A task that was down when leadership ended is no reason for a standby to look
             # broken; after graceful shutdown began, the servicer ignores this.
-            await self._set_serving(True)
+            await self.health.clear("task/")
 
     async def _lead_forever(self, ctx: ServiceContext) -> None:
         if self.spec.lead is None:
@@ -228,26 +240,48 @@ class Runner:
             await self._lead(ctx)
             return
         ttl = max(int(self.args.leader_elect_lease_duration), 1)
+        pause = 0.0
         while True:
-            elector = LeaderElector(ctx.store.client, self.spec.name, self.identity, ttl)
-            ctx.elector = elector
-            await elector.campaign()
-            work = asyncio.create_task(self._lead(ctx))
-            lost = asyncio.create_task(elector.lost.wait())
+            if pause:
+                await asyncio.sleep(pause)
             try:
-                await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (work, lost):
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            failed = work.done() and not work.cancelled() and work.exception() is not None
-            if failed:
-                log.error("event=leader-work-failed error=%s", work.exception())
-            await elector.resign()
-            if failed:
-                # Let a standby lead, and do not spin if the failure repeats at once.
-                await asyncio.sleep(1.0)
+                pause = await self._one_term(ctx, ttl)
+            except Exception as e:  # a bug in one term must not end the campaigning
+                log.exception("event=leader-term-failed error=%s: %s", type(e).__name__, e)
+                await self._election(f"leadership term failed ({type(e).__name__}: {e}); campaigning again")
+                pause = 1.0
+
+    async def _one_term(self, ctx: ServiceContext, ttl: int) -> float:
+        """Campaign, lead until leadership is lost or the work ends; the pause before the next
+        campaign."""
+        async def failing(error: BaseException) -> None:
+            await self._election(f"cannot campaign for leadership: etcd unreachable ({type(error).__name__}: {error})")
+
+        async def standby(_leader: str) -> None:
+            await self._election(None)
+
+        elector = LeaderElector(ctx.store.client, self.spec.name, self.identity, ttl,
+                                on_retry=failing, on_standby=standby)
+        ctx.elector = elector
+        await elector.campaign()
+        await self._election(None)
+        work = asyncio.create_task(self._lead(ctx))
+        lost = asyncio.create_task(elector.lost.wait())
+        try:
+            await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (work, lost):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        failed = work.done() and not work.cancelled() and work.exception() is not None
+        if failed:
+            log.error("event=leader-work-failed error=%s", work.exception())
+        elif elector.lost.is_set():
+            await self._election(f"lost leadership (lease not refreshed within {ttl}s); campaigning again")
+        await elector.resign()
+        # After a failure let a standby lead, and do not spin if the failure repeats at once.
+        return 1.0 if failed else 0.0
 
 
 def _reachable(host: str) -> str:

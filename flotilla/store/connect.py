@@ -6,9 +6,23 @@ context); there is no default address here, so nothing silently reaches a plane 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
+from typing import Any
 from urllib.parse import urlparse
 
 import aetcd
+import aetcd.exceptions
+import aetcd.utils
+import aetcd.watcher
+
+# Watch IDs this process names itself: far above the ones etcd assigns when none is given.
+_watch_ids = itertools.count(1 << 32)
+
+
+class CrossedWatch(aetcd.exceptions.ClientError):  # type: ignore[misc]
+    """etcd's answer to a watch request was handed to another request (see `watch`)."""
 
 
 def parse_endpoint(endpoints: str) -> tuple[str, int]:
@@ -25,9 +39,45 @@ def parse_endpoint(endpoints: str) -> tuple[str, int]:
     return url.hostname, url.port or 2379
 
 
+class _Watcher(aetcd.watcher.Watcher):  # type: ignore[misc]
+    """aetcd's Watcher, sending the watch ID a caller names (aetcd drops it from the request),
+    and giving etcd's "created" answer only to the request that asked for that ID: an answer
+    to a request that gave up is cancelled instead of handed to the one pending now."""
+
+    def _build_watch_create_request(self, *args: Any, watch_id: int | None = None, **kwargs: Any) -> Any:
+        request = super()._build_watch_create_request(*args, watch_id=watch_id, **kwargs)
+        if watch_id:
+            request.create_request.watch_id = watch_id
+            # Built while its callback is the pending one (aetcd sets it, then enqueues this).
+            if self._new_callback is not None:
+                self._new_callback.wanted_id = watch_id
+        return request
+
+    async def _handle_response(self, response: Any) -> None:
+        if response.created:
+            async with self._lock:
+                pending = self._new_callback
+                wanted = getattr(pending, "wanted_id", None) if pending is not None else None
+                stray = wanted is not None and response.watch_id != wanted
+                if stray:
+                    await self._enqueue_watch_cancel(watch_id=response.watch_id)
+            if stray:
+                return
+        await super()._handle_response(response)
+
+
+class _Client(aetcd.Client):  # type: ignore[misc]
+    async def connect(self) -> None:
+        await super().connect()
+        current: Any = getattr(self, "_watcher", None)
+        if current is not None and not isinstance(current, _Watcher):
+            # Swapped before its first watch: the stream is only opened by a watch.
+            self._watcher = _Watcher(current._watchstub, timeout=current._timeout, metadata=current._metadata)
+
+
 def make_client(endpoints: str, timeout: float | None = 10.0) -> aetcd.Client:
     host, port = parse_endpoint(endpoints)
-    return aetcd.Client(
+    return _Client(
         host=host,
         port=port,
         timeout=timeout,
@@ -38,3 +88,25 @@ def make_client(endpoints: str, timeout: float | None = 10.0) -> aetcd.Client:
             "grpc.max_receive_message_length": 64 * 1024 * 1024,
         },
     )
+
+
+async def watch(client: aetcd.Client, key: bytes, prefix: bool = False, **options: Any) -> Any:
+    """`client.watch` (of a key, or of every key under a prefix) that stays correct across an
+    etcd restart.
+
+    aetcd hands etcd's "created" answer to whichever watch request is pending. A create request
+    left queued by an attempt that timed out while etcd was down is sent once etcd is back, and
+    its answer would go to the next request: that watch would deliver another key's events, or
+    none. So each watch names its own ID; the watcher (`_Watcher`) cancels answers meant for
+    others, and should one still get through, it is refused here (the stray watch cancelled)
+    for the caller to retry as after any watch failure.
+    """
+    wanted = next(_watch_ids)
+    if prefix:
+        options["range_end"] = aetcd.utils.prefix_range_end(key)
+    got = await client.watch(key, watch_id=wanted, **options)
+    if got.watch_id != wanted:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(got.cancel(), 2)
+        raise CrossedWatch(f"etcd's answer for watch {got.watch_id} came for watch {wanted} of {key!r}")
+    return got

@@ -3,7 +3,14 @@
 The leader holds `/flotilla/election/<service>` on its lease. A standby waits
 for that key to go (deleted on resignation, expired with the lease when the
 leader dies) and then races to create it. Leadership is lost the moment a
-keep-alive finds the lease gone.
+keep-alive finds the lease gone, or once the lease's TTL has passed without a
+successful refresh.
+
+etcd going away is never fatal here: every call is bounded and retried with
+backoff, so a campaign ends only in leadership (or cancellation). A key left
+by this same instance's earlier term (its lease outlived an etcd restart:
+etcd re-arms leases when it starts) is taken over at once rather than waited
+out, since no other instance can hold it.
 """
 
 from __future__ import annotations
@@ -11,14 +18,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aetcd
 import aetcd.exceptions
 import aetcd.rtypes
 
+from flotilla.store.connect import watch as checked_watch
+
 log = logging.getLogger(__name__)
 
 ELECTION_PREFIX = "/flotilla/election/"
+
+# What a lost or restarting etcd raises: aetcd's errors, and our own bound on a call.
+ETCD_ERRORS = (aetcd.exceptions.ClientError, TimeoutError)
 
 
 def election_key(service: str) -> str:
@@ -31,7 +45,10 @@ async def current_leader(client: aetcd.Client, service: str) -> str | None:
 
 
 class LeaderElector:
-    def __init__(self, client: aetcd.Client, service: str, identity: str, ttl: int = 10) -> None:
+    def __init__(self, client: aetcd.Client, service: str, identity: str, ttl: int = 10,
+                 backoff: tuple[float, float] = (0.2, 2.0),
+                 on_retry: Callable[[BaseException], Awaitable[None]] | None = None,
+                 on_standby: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.client = client
         self.key = election_key(service).encode()
         self.identity = identity
@@ -39,67 +56,116 @@ class LeaderElector:
         self.lease_id: int | None = None
         self.lost = asyncio.Event()
         self._keepalive: asyncio.Task[None] | None = None
+        self._backoff = backoff
+        # Told of each failed attempt, so the service can say why it is not leading.
+        self._on_retry = on_retry
+        # Told when etcd answered and another instance holds the key: a healthy standby.
+        self._on_standby = on_standby
+        self.holder = ""
+        # One etcd call may not outlast the lease it is trying to keep or win.
+        self._call_timeout = max(float(ttl), 1.0)
 
     @property
     def is_leader(self) -> bool:
         return self.lease_id is not None and not self.lost.is_set()
 
+    async def _bounded(self, awaitable: Any) -> Any:
+        return await asyncio.wait_for(awaitable, self._call_timeout)
+
     async def campaign(self) -> None:
-        """Return once this instance is the leader."""
-        tx = self.client.transactions
+        """Return once this instance is the leader; etcd errors are retried, not raised."""
+        delay = self._backoff[0]
         while True:
-            lease = await self.client.lease(self.ttl)
-            ok, _ = await self.client.transaction(
+            try:
+                if await self._try_acquire():
+                    return
+                delay = self._backoff[0]
+                if self._on_standby is not None:
+                    await self._on_standby(self.holder)
+                await self._wait_for_vacancy()
+            except ETCD_ERRORS as e:
+                log.warning("event=campaign-retry key=%s identity=%s retry_in=%gs error=%s: %s",
+                            self.key.decode(), self.identity, delay, type(e).__name__, e)
+                if self._on_retry is not None:
+                    await self._on_retry(e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._backoff[1])
+
+    async def _try_acquire(self) -> bool:
+        tx = self.client.transactions
+        lease = await self._bounded(self.client.lease(self.ttl))
+        try:
+            ok, responses = await self._bounded(self.client.transaction(
                 compare=[tx.create(self.key) == 0],
                 success=[tx.put(self.key, self.identity.encode(), lease=lease.id)],
-                failure=[],
-            )
-            if ok:
-                self.lease_id = lease.id
-                self.lost.clear()
-                self._keepalive = asyncio.create_task(self._keep_alive())
-                log.info("event=leader-acquired key=%s identity=%s", self.key.decode(), self.identity)
-                return
-            await self.client.revoke_lease(lease.id)
-            await self._wait_for_vacancy()
+                failure=[tx.get(self.key)],
+            ))
+            held = None if ok else _holder(responses)
+            self.holder = held[0].decode(errors="replace") if held is not None else ""
+            if held is not None and held[0] == self.identity.encode():
+                # Our own earlier term's key: replace it (compare-and-swap on its revision).
+                ok, _ = await self._bounded(self.client.transaction(
+                    compare=[tx.mod(self.key) == held[1]],
+                    success=[tx.put(self.key, self.identity.encode(), lease=lease.id)],
+                    failure=[],
+                ))
+        except BaseException:
+            await self._revoke_quietly(lease.id)
+            raise
+        if not ok:
+            await self._revoke_quietly(lease.id)
+            return False
+        self.lease_id = lease.id
+        self.lost.clear()
+        self._keepalive = asyncio.create_task(self._keep_alive())
+        log.info("event=leader-acquired key=%s identity=%s", self.key.decode(), self.identity)
+        return True
+
+    async def _revoke_quietly(self, lease_id: int) -> None:
+        # Best effort: an unrevoked lease holds no key and expires by itself.
+        with contextlib.suppress(*ETCD_ERRORS):
+            await self._bounded(self.client.revoke_lease(lease_id))
 
     async def _wait_for_vacancy(self) -> None:
-        got = await self.client.get(self.key)
+        """Return when the key is gone, or after one TTL at most: a watch that silently
+        stopped (etcd restarted under it) must not keep a standby waiting for ever."""
+        got = await self._bounded(self.client.get(self.key))
         if got is None:
             return
-        watch = await self.client.watch(
-            self.key, start_revision=got.mod_revision + 1, kind=aetcd.rtypes.EventKind.DELETE
-        )
+        watch = await self._bounded(checked_watch(
+            self.client, self.key, start_revision=got.mod_revision + 1, kind=aetcd.rtypes.EventKind.DELETE
+        ))
         try:
-            async for _ in watch:
-                return
+            async with asyncio.timeout(self.ttl):
+                async for _ in watch:
+                    return
+        except TimeoutError:
+            return
         finally:
             with contextlib.suppress(Exception):
-                await watch.cancel()
+                await asyncio.wait_for(watch.cancel(), 2)
 
     async def _keep_alive(self) -> None:
         interval = max(self.ttl / 3, 0.2)
         loop = asyncio.get_running_loop()
         expires = loop.time() + self.ttl
-        try:
-            while True:
-                await asyncio.sleep(interval)
-                try:
-                    reply = await asyncio.wait_for(self.client.refresh_lease(self.lease_id), interval)
-                except (aetcd.exceptions.ClientError, TimeoutError) as e:
-                    # Survivable while the lease still has time left; past that another
-                    # instance may already lead, so we must stop acting as leader.
-                    log.warning("event=lease-refresh-failed identity=%s error=%s", self.identity, e)
-                    if loop.time() >= expires:
-                        break
-                    continue
-                expires = loop.time() + self.ttl
-                if reply is None or reply.TTL <= 0:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                reply = await asyncio.wait_for(self.client.refresh_lease(self.lease_id), interval)
+            except ETCD_ERRORS as e:
+                # Survivable while the lease still has time left; past that another
+                # instance may already lead, so we must stop acting as leader.
+                log.warning("event=lease-refresh-failed identity=%s error=%s", self.identity, e)
+                if loop.time() >= expires:
                     break
-        finally:
-            if not self.lost.is_set() and self.lease_id is not None:
-                log.warning("event=leader-lost key=%s identity=%s", self.key.decode(), self.identity)
-                self.lost.set()
+                continue
+            expires = loop.time() + self.ttl
+            if reply is None or reply.TTL <= 0:
+                break
+        # Reached only when the lease is gone or ran out; resigning cancels this task instead.
+        log.warning("event=leader-lost key=%s identity=%s", self.key.decode(), self.identity)
+        self.lost.set()
 
     async def resign(self) -> None:
         task, self._keepalive = self._keepalive, None
@@ -109,6 +175,14 @@ class LeaderElector:
                 await task
         lease_id, self.lease_id = self.lease_id, None
         if lease_id is not None:
-            with contextlib.suppress(aetcd.exceptions.ClientError):
-                await self.client.revoke_lease(lease_id)
+            await self._revoke_quietly(lease_id)
         self.lost.set()
+
+
+def _holder(responses: Any) -> tuple[bytes, int] | None:
+    kvs = responses[0] if responses else None
+    if not kvs:
+        return None
+    value, got = kvs[0]
+    return bytes(value), int(got.mod_revision)
+

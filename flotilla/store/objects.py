@@ -33,6 +33,7 @@ from flotilla.store.base import (
     resource_type_of,
 )
 from flotilla.store.connect import make_client
+from flotilla.store.connect import watch as checked_watch
 from flotilla.store.errors import Compacted, StoreError, Unavailable
 
 __all__ = [
@@ -131,7 +132,7 @@ class Store(StoreBase):
 
     async def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[WatchEvent, None]:
         try:
-            watch: Any = await self.client.watch_prefix(prefix.encode(), start_revision=start_revision)
+            watch: Any = await checked_watch(self.client, prefix.encode(), prefix=True, start_revision=start_revision)
         except aetcd.exceptions.RevisionCompactedError as e:
             raise Compacted(int(e.compacted_revision)) from e
         except aetcd.exceptions.ClientError as e:

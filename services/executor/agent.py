@@ -15,7 +15,7 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.member import MemberClient
 from flotilla.runtime.clock import Clock
-from flotilla.store import ObjectStore
+from flotilla.store import ObjectStore, StoreError
 from services.executor.lease import LeaseRenewer
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,12 @@ class PullAgent:
 
         update = await self.prober.probe(self.cluster, cluster.status, connect)
         await self.publisher.publish(self.cluster, update)
+        if self._renewing is not None and self._renewing.done():
+            # The renewer retries etcd errors itself; anything else ended it, and without
+            # renewals the status service would soon call a live agent dead.
+            error = None if self._renewing.cancelled() else self._renewing.exception()
+            log.error("event=lease-renewer-died cluster=%s error=%r; restarting it", self.cluster, error)
+            self._renewing = None
         if update.ready.status == TRUE and self._renewing is None:
             self._renewing = asyncio.create_task(self.lease.run(self.lease_fraction))
 
@@ -55,6 +61,9 @@ class PullAgent:
             while True:
                 try:
                     await self.sync_once()
+                except StoreError as e:
+                    # etcd away (restarting, say): the next tick tries again.
+                    log.warning("event=agent-sync-failed cluster=%s error=%s", self.cluster, e)
                 except Exception:
                     log.exception("event=agent-sync-failed cluster=%s", self.cluster)
                 await self.clock.sleep(self.frequency)

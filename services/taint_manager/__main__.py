@@ -48,6 +48,7 @@ def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]
         unhealthy_threshold=args.unhealthy_cluster_threshold,
         primary_rate=args.cluster_eviction_rate,
         secondary_rate=args.secondary_cluster_eviction_rate,
+        recovery_grace=args.failover_eviction_timeout,
     ))
     ctx.extra["evictor_state"] = EvictorState()
     taint_manager_pb2_grpc.add_TaintManagerServicer_to_server(

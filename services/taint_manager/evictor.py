@@ -45,7 +45,7 @@ from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.taint_manager.protection import EvictionProtection
-from services.taint_manager.tolerations import LATER, NOW, assess
+from services.taint_manager.tolerations import LATER, NOW, assess_cluster
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class BindingEvictionReconciler:
             cluster = self.clusters.get(target.name)
             if cluster is None:
                 continue
-            verdict = assess(cluster.spec.taints, tolerations, now)
+            verdict = assess_cluster(cluster, tolerations, now)
             if verdict.when == NOW:
                 admission = self.protection.admit(target.name)
                 if admission.admitted:

@@ -58,7 +58,7 @@ class TaintManager:
     def _observe_protection(self, event: WatchEvent[cluster_pb2.Cluster]) -> None:
         if event.type is EventType.DELETED or routing.needs_no_evicting(event.obj):
             self.protection.release(event.obj.metadata.name)
-        self._protection_changed = self.protection.observe(self.clusters.list())
+        self._protection_changed = self.protection.observe(self.clusters.list(), complete=self.clusters.synced)
 
     async def run(self) -> None:
         """Until cancelled."""

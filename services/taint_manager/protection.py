@@ -6,6 +6,13 @@ a region's clusters are unhealthy, that region's clusters start evicting at the
 secondary rate; otherwise at the primary rate (0: no limit). The unit is a
 cluster: once a cluster is admitted, all of its bindings are evicted at full
 speed. Admission is remembered until the cluster no longer needs evicting.
+
+Evictions held back while everything was down are not owed once it is over: like Kubernetes,
+which gives every node a fresh grace period when a full disruption ends, no cluster is admitted
+until `recovery_grace` after the first cluster came back. Clusters return at different
+moments (each must pass the success threshold), and the ones still down at first are
+usually recovering too. A held eviction is then decided afresh on the clusters as they are,
+so a cluster that recovered within the grace keeps its workloads.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ class ProtectionConfig:
     unhealthy_threshold: float = 0.55
     primary_rate: float = 0.0  # clusters per second; 0 = no limit
     secondary_rate: float = 0.01
+    # Seconds after a mass failure ends before evictions resume (the failover eviction timeout:
+    # how long a cluster must stay unhealthy before its NoExecute taint).
+    recovery_grace: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -60,10 +70,17 @@ class EvictionProtection:
         self._region_of: dict[str, str] = {}
         self._admitted: set[str] = set()
         self._next_slot: dict[str, float] = {}
+        # When the last mass failure ended (monotonic), while its recovery grace may run.
+        self.recovered_at: float | None = None
 
-    def observe(self, clusters: Iterable[cluster_pb2.Cluster]) -> bool:
-        """Recompute from the current clusters; returns whether any state changed."""
+    def observe(self, clusters: Iterable[cluster_pb2.Cluster], complete: bool = True) -> bool:
+        """Recompute from the current clusters; returns whether any state changed.
+
+        `complete`: the clusters are all there are. While an informer is still listing them a
+        down cluster may be seen before its healthy peers, which is no mass failure ending.
+        """
         before = (self.everything_down, dict(self.regions))
+        was_down = self.everything_down
         counts: dict[str, list[int]] = {}
         self._region_of = {}
         for cluster in clusters:
@@ -83,6 +100,8 @@ class EvictionProtection:
             else:
                 state, rate = NORMAL, self.config.primary_rate
             self.regions[region] = RegionState(region, n, bad, state, rate)
+        if was_down and not self.everything_down and complete:
+            self.recovered_at = self.clock.monotonic()
         return before != (self.everything_down, self.regions)
 
     def admit(self, cluster: str) -> Admission:
@@ -90,6 +109,13 @@ class EvictionProtection:
             return Admission(False, "every cluster is unhealthy: evictions are held back")
         if cluster in self._admitted:
             return Admission(True)
+        if self.recovered_at is not None:
+            left = self.recovered_at + self.config.recovery_grace - self.clock.monotonic()
+            if left > 0:
+                return Admission(False, "clusters are coming back from a mass failure: evictions resume "
+                                        f"{self.config.recovery_grace:g}s after the first returned",
+                                 retry_after=left)
+            self.recovered_at = None
         region = self._region_of.get(cluster, "")
         state = self.regions.get(region)
         rate = state.rate if state else self.config.primary_rate

@@ -16,6 +16,7 @@ from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys, WatchEvent
 from flotilla.store.informer import EventType, Informer
 from services.taint_manager.evictor import EvictorState
+from services.taint_manager.tolerations import current_taints
 
 CLUSTER_INDEX = "cluster"
 
@@ -24,7 +25,7 @@ M = TypeVar("M", bound=Message)
 
 def needs_no_evicting(cluster: cluster_pb2.Cluster) -> bool:
     return is_true(cluster.status.conditions, "Ready") and not any(
-        t.effect == EFFECT_NO_EXECUTE for t in cluster.spec.taints)
+        t.effect == EFFECT_NO_EXECUTE for t in current_taints(cluster))
 
 
 def index_by_cluster(binding: Binding) -> list[str]:

@@ -1,6 +1,7 @@
 """Whether, and when, a binding must leave a cluster with NoExecute taints (docs/karmada-rules.md §7).
 
-A pure function of the cluster's taints, the binding's tolerations and the time.
+Pure functions of the cluster (its taints and Ready condition), the binding's tolerations and
+the time.
 """
 
 from __future__ import annotations
@@ -9,8 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from flotilla.api.taints import EFFECT_NO_EXECUTE, toleration_tolerates_taint
-from flotilla.api.v1 import meta_pb2
+from flotilla.api.conditions import is_true
+from flotilla.api.taints import (
+    EFFECT_NO_EXECUTE,
+    TAINT_CLUSTER_NOT_READY,
+    TAINT_CLUSTER_UNREACHABLE,
+    toleration_tolerates_taint,
+)
+from flotilla.api.v1 import cluster_pb2, meta_pb2
 
 NOW = "now"
 LATER = "later"
@@ -54,3 +61,26 @@ def assess(
     if earliest <= now:
         return Verdict(NOW)
     return Verdict(LATER, at=earliest)
+
+
+# Taints that say the cluster is not Ready: on a cluster whose Ready is True they are stale,
+# written before it recovered and not yet removed (docs/karmada-rules.md §4.2).
+_READINESS_TAINTS = frozenset({TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE})
+
+
+def current_taints(cluster: cluster_pb2.Cluster) -> list[meta_pb2.Taint]:
+    """The cluster's taints, less the readiness taints a Ready cluster still carries.
+
+    The status service turns the cluster Ready and the taint manager then removes those taints,
+    in two writes that watchers may see in either order; an eviction decided in between would
+    move workloads off a cluster that has just recovered (docs/differences.md, decision 11).
+    """
+    if not is_true(cluster.status.conditions, "Ready"):
+        return list(cluster.spec.taints)
+    return [t for t in cluster.spec.taints if t.key not in _READINESS_TAINTS]
+
+
+def assess_cluster(cluster: cluster_pb2.Cluster, tolerations: Sequence[meta_pb2.Toleration],
+                   now: datetime) -> Verdict:
+    """`assess` on the cluster as it is now: its Ready condition, not only its taints."""
+    return assess(current_taints(cluster), tolerations, now)

@@ -23,7 +23,9 @@ from typing import Any, Generic, TypeVar
 import pytest
 from google.protobuf.message import Message
 
+from flotilla.api.conditions import is_true
 from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.member import MemberClient, MemberError, load_kubeconfig
 from flotilla.store import Store
 from flotilla.store.informer import EventType, Informer
@@ -66,6 +68,15 @@ class Plane:
         """(cluster, name) -> the Deployment as `flotillactl member get` shows it."""
         out = await self.ok("member", "get", "deployments", "--clusters", clusters, "-o", "json")
         return {(i["cluster"], i["metadata"]["name"]): i for i in json.loads(out)["items"]}
+
+
+def placed(binding: work_pb2.ResourceBinding | None) -> list[tuple[str, int]]:
+    return [(t.name, t.replicas) for t in binding.spec.clusters] if binding is not None else []
+
+
+def settled(cluster: cluster_pb2.Cluster | None) -> bool:
+    """Ready and free of taints."""
+    return cluster is not None and is_true(cluster.status.conditions, "Ready") and not cluster.spec.taints
 
 
 @contextlib.contextmanager

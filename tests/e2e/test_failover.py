@@ -23,7 +23,7 @@ from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
-from tests.e2e.failover_support import Plane, Sampler, history, started_plane
+from tests.e2e.failover_support import Plane, Sampler, history, placed, started_plane
 from tests.factories import EXAMPLES_DIR
 
 pytestmark = pytest.mark.e2e
@@ -36,10 +36,6 @@ GRACEFUL_EVICTION_TIMEOUT = duration(PROFILES["demo"]["FLOTILLA_GRACEFUL_EVICTIO
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     with started_plane(tmp_path_factory, len(MEMBERS)) as started:
         yield started
-
-
-def placed(binding: work_pb2.ResourceBinding | None) -> list[tuple[str, int]]:
-    return [(t.name, t.replicas) for t in binding.spec.clusters] if binding is not None else []
 
 
 def tasks(binding: work_pb2.ResourceBinding | None) -> list[str]:

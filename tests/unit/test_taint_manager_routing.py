@@ -16,12 +16,13 @@ from tests.unit.cache_fake import Cache
 ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
 
 
-def cluster(name: str, ready: str = "True", no_execute: bool = False) -> cluster_pb2.Cluster:
+def cluster(name: str, ready: str = "True", no_execute: bool = False,
+            taint_key: str = "cluster.karmada.io/not-ready") -> cluster_pb2.Cluster:
     c = cluster_pb2.Cluster()
     c.metadata.name = name
     set_condition(c.status.conditions, "Ready", ready, "", "", datetime(2024, 1, 1, tzinfo=UTC))
     if no_execute:
-        c.spec.taints.add(key="cluster.karmada.io/not-ready", effect="NoExecute")
+        c.spec.taints.add(key=taint_key, effect="NoExecute")
     return c
 
 
@@ -96,7 +97,10 @@ def test_held_evictions_are_every_held_key() -> None:
 @pytest.mark.parametrize(("c", "expected"), [
     (cluster("m1"), True),
     (cluster("m1", "False"), False),
-    (cluster("m1", no_execute=True), False),
+    (cluster("m1", "False", no_execute=True), False),
+    (cluster("m1", no_execute=True, taint_key="maintenance"), False),
+    # Ready, its not-ready taint not removed yet: nothing to evict for.
+    (cluster("m1", no_execute=True), True),
 ])
 def test_needs_no_evicting(c: cluster_pb2.Cluster, expected: bool) -> None:
     assert routing.needs_no_evicting(c) is expected

@@ -21,7 +21,7 @@ from flotilla.runtime.clock import FakeClock
 from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
 from services.taint_manager.protection import FULL, NORMAL, PARTIAL, EvictionProtection, ProtectionConfig
 from services.taint_manager.taint_policy import apply_policies
-from services.taint_manager.tolerations import LATER, NEVER, NOW, assess
+from services.taint_manager.tolerations import LATER, NEVER, NOW, assess, assess_cluster
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TIMEOUT = timedelta(minutes=5)
@@ -174,6 +174,27 @@ def test_no_schedule_taints_never_evict() -> None:
     assert assess([meta_pb2.Taint(key=NOT_READY, effect="NoSchedule")], [], T0).when == NEVER
 
 
+@pytest.mark.parametrize(
+    ("ready", "taint", "when"),
+    [
+        # Ready arrived before the taint manager removed the taint it added while the cluster was down.
+        ("True", NOT_READY, NEVER),
+        ("True", UNREACHABLE, NEVER),
+        ("False", NOT_READY, NOW),
+        ("Unknown", UNREACHABLE, NOW),
+        ("Unknown", NOT_READY, NOW),  # still unhealthy: the taint is only about to change key
+        (None, NOT_READY, NOW),
+        # A NoExecute taint of anyone else's evicts whatever the cluster's condition.
+        ("True", "maintenance", NOW),
+        ("True", "cluster.karmada.io/terminating", NOW),
+    ],
+)
+def test_eviction_reads_the_clusters_ready_condition(ready: str | None, taint: str, when: str) -> None:
+    c = cluster(ready=ready, since=T0 + timedelta(seconds=5))
+    c.spec.taints.append(no_execute(taint))
+    assert assess_cluster(c, [], T0 + timedelta(seconds=10)).when == when
+
+
 # -- GracefulEvictCluster ---------------------------------------------------------------------
 
 
@@ -223,11 +244,25 @@ def test_preserved_state_from_aggregated_status() -> None:
 
 
 async def test_protection_holds_everything_when_all_clusters_are_down() -> None:
-    protection = EvictionProtection(FakeClock(), ProtectionConfig())
+    clock = FakeClock()
+    protection = EvictionProtection(clock, ProtectionConfig(recovery_grace=5))
     protection.observe([cluster("a", "False"), cluster("b", "Unknown")])
     assert protection.everything_down and {r.state for r in protection.regions.values()} == {FULL}
-    assert not protection.admit("a").admitted
+    held = protection.admit("a")
+    assert not held.admitted and held.retry_after is None
+    # One cluster back: the others get the recovery grace to come back too, not an eviction.
     protection.observe([cluster("a", "False"), cluster("b", "True")])
+    held = protection.admit("a")
+    assert not held.admitted and held.retry_after == pytest.approx(5)
+    assert "mass failure" in held.reason
+    await clock.advance(5)
+    assert protection.admit("a").admitted
+
+
+async def test_a_partial_listing_is_no_recovery_from_a_mass_failure() -> None:
+    protection = EvictionProtection(FakeClock(), ProtectionConfig(recovery_grace=5))
+    protection.observe([cluster("a", "False")], complete=False)
+    protection.observe([cluster("a", "False"), cluster("b", "True")], complete=False)
     assert protection.admit("a").admitted
 
 
