@@ -1,9 +1,9 @@
 """The Kubernetes REST API of one simulated cluster, as served under /clusters/<name>.
 
 Health (/readyz, /healthz, /livez), /version, discovery, and create/get/list/replace/patch/
-delete (plus status and scale subresources) of every type the cluster's catalog holds. Every
-path needs the cluster's bearer token. Watches, pagination (`limit`/`continue`) and dry runs are
-not supported: a list always returns everything.
+delete (plus status and scale subresources) of every type the cluster's catalog holds, and
+watches of every list path (`sim.watch`). Every path needs the cluster's bearer token.
+Pagination (`limit`/`continue`) and dry runs are not supported: a list always returns everything.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from sim import errors
+from sim import errors, watch
 from sim.catalog import ResourceType, api_group, api_group_list, api_resource_list, api_versions
 from sim.cluster import SimCluster
 from sim.faults import Fault
@@ -90,6 +90,8 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
             raise errors.path_not_found()
         return json_response(listed)
     target = _target(cluster, group, version, rest)
+    if watch.requested(request) and target.name is None:
+        return await watch.serve(request, cluster, target.type, target.namespace)
     if method in ("GET", "HEAD"):
         return _get(request, cluster, target)
     body = await _body(request) if method in ("POST", "PUT", "PATCH") else None

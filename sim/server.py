@@ -15,7 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from flotilla.runtime.clock import Clock
-from sim import kube_api
+from sim import kube_api, watch
 from sim.admin_api import admin_routes
 from sim.cluster import DEFAULT_VERSION, SimCluster
 from sim.errors import UNAUTHORIZED
@@ -80,6 +80,7 @@ class SimServer:
         app = web.Application(client_max_size=_MAX_BODY)
         app.router.add_route("*", "/clusters/{name}{tail:.*}", self._serve_cluster)
         app.router.add_routes(admin_routes(self))
+        app[watch.STOPPING] = self._stopping
         # handler_cancellation: a client giving up on a hanging ("unreachable") request ends it.
         runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
         await runner.setup()

@@ -13,6 +13,7 @@ import builtins
 import json
 import os
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -25,7 +26,7 @@ import flotilla
 from flotilla.member.credentials import Credentials
 from flotilla.member.discovery import ApiResource, api_enablements, group_versions, resources_of
 
-__all__ = ["Health", "MemberClient", "MemberError"]
+__all__ = ["Health", "MemberClient", "MemberError", "WatchEvent"]
 
 _AUTH = "BearerToken"
 _JSON = {200: "object", 201: "object", 202: "object"}
@@ -45,6 +46,19 @@ class MemberError(Exception):
         self.operation = operation
         self.status = status
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One event of a watch: ADDED, MODIFIED, DELETED or BOOKMARK (whose object carries only
+    the resourceVersion the watch is up to)."""
+
+    type: str
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        return str((self.object.get("metadata") or {}).get("resourceVersion", ""))
 
 
 @dataclass(frozen=True)
@@ -141,6 +155,63 @@ class MemberClient:
         where = f" in {namespace}" if namespace and resource.namespaced else ""
         return await self._list_path(path, api_version, kind, f"list {kind}{where}", label_selector)
 
+    async def list_versioned(self, api_version: str, kind: str) -> tuple[list[dict[str, Any]], str]:
+        """Every object of a kind (all namespaces), and the list's resourceVersion to watch from."""
+        resource = await self._resource(api_version, kind)
+        listed = await self._request("GET", _collection_path(resource, None), f"list {kind}")
+        items = _typed_items(listed, api_version, kind)
+        return items, str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def watch(self, api_version: str, kind: str, resource_version: str,
+                    timeout_seconds: int = 300) -> AsyncIterator[WatchEvent]:
+        """The changes to a kind (all namespaces) after `resource_version`, with bookmarks,
+        until the server ends the stream (after `timeout_seconds`). An ERROR event is raised
+        as MemberError: status 410 means the version is too old and the caller must relist."""
+        resource = await self._resource(api_version, kind)
+        operation = f"watch {kind}"
+        query = [("watch", "1"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(timeout_seconds))]
+        # The stream is quiet for as long as nothing changes: only connecting is bounded by
+        # `timeout`, the whole stream by the server's timeout plus that.
+        limit = aiohttp.ClientTimeout(total=timeout_seconds + self.timeout, connect=self.timeout,
+                                      sock_connect=self.timeout)
+        try:
+            response = await self._client().call_api(
+                _collection_path(resource, None), "GET", query_params=query,
+                header_params={"Accept": "application/json"}, auth_settings=[_AUTH],
+                _preload_content=False, _request_timeout=limit,
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise self._transport_error(operation, e) from e
+        try:
+            if not 200 <= response.status <= 299:
+                body = await response.text()
+                raise self._api_error(operation, _status_error(response.status, response.reason or "", body))
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield self._watch_event(operation, line, api_version, kind)
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise self._transport_error(operation, e) from e
+        finally:
+            response.release()
+
+    def _watch_event(self, operation: str, line: bytes, api_version: str, kind: str) -> WatchEvent:
+        try:
+            event = json.loads(line)
+            type_, obj = event["type"], event["object"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise MemberError(self.server, operation, f"undecodable watch event: {line[:200]!r}") from e
+        if type_ == "ERROR":
+            raise self._api_error(operation, _status_error(int(obj.get("code") or 500), obj.get("reason") or "",
+                                                           json.dumps(obj)))
+        obj.setdefault("apiVersion", api_version)
+        obj.setdefault("kind", kind)
+        return WatchEvent(type_, obj)
+
     async def delete(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
         """Delete with background propagation (dependents go after the owner); False if absent."""
         resource = await self._resource(api_version, kind)
@@ -195,13 +266,7 @@ class MemberClient:
     async def _list_path(self, path: str, api_version: str, kind: str, operation: str,
                          label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
         query = [("labelSelector", label_selector)] if label_selector else None
-        listed = await self._request("GET", path, operation, query=query)
-        items = listed.get("items") or []
-        # Lists of built-in kinds leave apiVersion/kind off their items; client-go fills them in.
-        for item in items:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-        return items
+        return _typed_items(await self._request("GET", path, operation, query=query), api_version, kind)
 
     async def _request(self, method: str, path: str, operation: str, *,
                        query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
@@ -286,6 +351,21 @@ def _identified(api: ApiClient) -> ApiClient:
     # Shows up in the member's audit log instead of the generator's default user agent.
     api.user_agent = f"flotilla/{flotilla.__version__}"
     return api
+
+
+def _typed_items(listed: dict[str, Any], api_version: str, kind: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = listed.get("items") or []
+    # Lists of built-in kinds leave apiVersion/kind off their items; client-go fills them in.
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+    return items
+
+
+def _status_error(status: int, reason: str, body: str) -> ApiException:
+    error = ApiException(status=status, reason=reason)
+    error.body = body
+    return error
 
 
 def _collection_path(resource: ApiResource, namespace: str | None) -> str:
