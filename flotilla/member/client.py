@@ -155,7 +155,7 @@ class MemberClient:
         where = f" in {namespace}" if namespace and resource.namespaced else ""
         return await self._list_path(path, api_version, kind, f"list {kind}{where}", label_selector)
 
-    async def list_versioned(self, api_version: str, kind: str) -> tuple[list[dict[str, Any]], str]:
+    async def list_versioned(self, api_version: str, kind: str) -> tuple[builtins.list[dict[str, Any]], str]:
         """Every object of a kind (all namespaces), and the list's resourceVersion to watch from."""
         resource = await self._resource(api_version, kind)
         listed = await self._request("GET", _collection_path(resource, None), f"list {kind}")
@@ -364,7 +364,7 @@ def _typed_items(listed: dict[str, Any], api_version: str, kind: str) -> list[di
 
 def _status_error(status: int, reason: str, body: str) -> ApiException:
     error = ApiException(status=status, reason=reason)
-    error.body = body
+    error.body = body.encode()  # as call_api leaves it
     return error
 
 

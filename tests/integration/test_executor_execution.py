@@ -68,7 +68,7 @@ async def create_work(store: Store, cluster: str, manifest: dict) -> work_pb2.Wo
 async def executing(store: Store) -> AsyncIterator[ExecutionManager]:
     clients = MemberClients(store, timeout=1.0)
     manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull",
-                               status_period=0.1)
+                               status_resync=300.0)
     task = asyncio.create_task(manager.run())
     try:
         yield manager
