@@ -36,6 +36,7 @@ class History:
         # Every change after this version is kept.
         self.floor = 0
         self.head = 0
+        self.wakes = 0  # how many times `wake()` was called, so a watcher busy writing misses none
         self._changed: asyncio.Future[None] | None = None
 
     def record(self, type_: str, obj: dict[str, Any], resource_version: int) -> None:
@@ -62,12 +63,15 @@ class History:
 
     def wake(self) -> None:
         """Let every waiting watcher look again (a change, or a fault that concerns them)."""
+        self.wakes += 1
         changed, self._changed = self._changed, None
         if changed is not None and not changed.done():
             changed.set_result(None)
 
-    async def changed(self) -> None:
-        """Returns at the next `wake()`."""
+    async def changed(self, seen: int) -> None:
+        """Returns once `wake()` was called more than `seen` times in all."""
+        if self.wakes != seen:
+            return
         if self._changed is None:
             self._changed = asyncio.get_running_loop().create_future()
         await asyncio.shield(self._changed)

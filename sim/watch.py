@@ -92,6 +92,7 @@ async def serve(request: web.Request, cluster: SimCluster, t: ResourceType,
     deadline = clock.monotonic() + timeout
     next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
     while True:
+        seen = history.wakes
         if stopping.is_set() or cluster.fault is Fault.DOWN:
             if request.transport is not None:
                 request.transport.close()
@@ -112,7 +113,7 @@ async def serve(request: web.Request, cluster: SimCluster, t: ResourceType,
         if now >= deadline:
             break
         wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
-        await wait_first(history.changed(), stopping.wait(), clock.sleep(wait))
+        await wait_first(history.changed(seen), stopping.wait(), clock.sleep(wait))
     await response.write_eof()
     return response
 
