@@ -42,6 +42,7 @@ class KindCache:
 
     synced: bool = False
     objects: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
+    lists: int = 0  # how many times the kind was listed: once, unless a watch could not resume
 
     def replace(self, items: Iterable[dict[str, Any]]) -> set[ObjectKey]:
         """Take a fresh list; return the keys whose object changed, came or went."""
@@ -49,6 +50,7 @@ class KindCache:
         changed = {k for k in fresh.keys() | self.objects.keys()
                    if _version(fresh.get(k)) != _version(self.objects.get(k))}
         self.objects, self.synced = fresh, True
+        self.lists += 1
         return changed
 
     def apply(self, type_: str, obj: dict[str, Any]) -> ObjectKey:
@@ -146,10 +148,10 @@ class MemberWatches:
         self._running = False
         self._stopping: set[asyncio.Task[None]] = set()
 
-    def watching(self, cluster: str) -> list[Kind]:
-        """The kinds watched on `cluster` (none when it is not Ready)."""
+    def watching(self, cluster: str) -> dict[Kind, KindCache]:
+        """The kinds watched on `cluster` and their caches (none when it is not Ready)."""
         watch = self._clusters.get(cluster)
-        return sorted(watch.caches) if watch is not None else []
+        return dict(watch.caches) if watch is not None else {}
 
     def cache(self, cluster: cluster_pb2.Cluster, kind: Kind) -> KindCache | None:
         """The cache of `kind` on `cluster`, its watch started if need be; None when the cluster

@@ -65,10 +65,11 @@ async def create_work(store: Store, cluster: str, manifest: dict) -> work_pb2.Wo
 
 
 @contextlib.asynccontextmanager
-async def executing(store: Store) -> AsyncIterator[ExecutionManager]:
+async def executing(store: Store, backoff: tuple[float, float] | None = None) -> AsyncIterator[ExecutionManager]:
     clients = MemberClients(store, timeout=1.0)
-    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull",
-                               status_resync=300.0)
+    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull")
+    if backoff is not None:
+        manager.watches.backoff = backoff  # member watches reconnect quickly after a fault
     task = asyncio.create_task(manager.run())
     try:
         yield manager
