@@ -78,14 +78,20 @@ def peak_rss_mb(pid: int) -> float:
 
 # -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
 
-async def probe(kubeconfigs: Path, interval: float) -> None:
-    import aiohttp
+def probe_targets(kubeconfigs: Path) -> list[tuple[str, str]]:
+    """(server, token) of every simulated cluster."""
     import yaml
 
     targets = []
     for path in sorted(kubeconfigs.glob("*.yaml")):
         config = yaml.safe_load(path.read_text())
         targets.append((config["clusters"][0]["cluster"]["server"], config["users"][0]["user"]["token"]))
+    return targets
+
+
+async def probe(targets: list[tuple[str, str]], interval: float) -> None:
+    import aiohttp
+
     latencies: list[float] = []
     failures = 0
     stop = asyncio.Event()
@@ -208,7 +214,7 @@ def main() -> None:
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     args = parser.parse_args()
     if args.probe:
-        asyncio.run(probe(Path(args.probe), args.probe_interval))
+        asyncio.run(probe(probe_targets(Path(args.probe)), args.probe_interval))
         return
     print(json.dumps(run(args)))
 

@@ -161,13 +161,14 @@ class MemberWatches:
         watch = self._clusters.get(cluster.metadata.name)
         if watch is None:
             watch = self._clusters[cluster.metadata.name] = ClusterWatch(self, cluster)
-        watch.cluster = cluster  # connect with the newest endpoint and credentials
         return watch.ensure(kind)
 
     def on_cluster(self, event: WatchEvent[cluster_pb2.Cluster]) -> None:
         cluster = event.obj
         if event.type is EventType.DELETED or not _ready(cluster) or not self.serves(cluster):
             self._drop(cluster.metadata.name)
+        elif (watch := self._clusters.get(cluster.metadata.name)) is not None:
+            watch.cluster = cluster  # reconnects use the newest endpoint and credentials
 
     def _drop(self, name: str) -> None:
         watch = self._clusters.pop(name, None)
