@@ -61,31 +61,50 @@ def _params(request: web.Request) -> tuple[int | None, float, bool]:
     return start, timeout, query.get("allowWatchBookmarks") in ("1", "true")
 
 
+class _Filter:
+    """Which objects and changes a watch sends: its kind, namespace and selectors."""
+
+    def __init__(self, request: web.Request, t: ResourceType, namespace: str | None) -> None:
+        self.t, self.namespace = t, namespace
+        self.labels = parse_label_selector(request.query.get("labelSelector"))
+        self.field_selector = request.query.get("fieldSelector")
+        self.fields = parse_field_selector(self.field_selector)
+
+    def object(self, obj: dict[str, Any]) -> bool:
+        return self.labels(labels_of(obj)) and self.fields(obj)
+
+    def change(self, change: Change) -> bool:
+        if change.kind != self.t.kind or change.group != self.t.group:
+            return False
+        if self.namespace is not None and change.namespace != self.namespace:
+            return False
+        return self.labels(change.labels) and (self.field_selector is None or self.fields(json.loads(change.data)))
+
+
 async def serve(request: web.Request, cluster: SimCluster, t: ResourceType,
                 namespace: str | None) -> web.StreamResponse:
     start, timeout, bookmarks = _params(request)
-    labels = parse_label_selector(request.query.get("labelSelector"))
-    field_selector = request.query.get("fieldSelector")
-    fields = parse_field_selector(field_selector)
+    wanted = _Filter(request, t, namespace)
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+    try:
+        if await _stream(request, response, cluster, wanted, start, timeout, bookmarks):
+            await response.write_eof()
+    except ConnectionError:
+        pass  # the client went away
+    return response
+
+
+async def _stream(request: web.Request, response: web.StreamResponse, cluster: SimCluster, wanted: _Filter,
+                  start: int | None, timeout: float, bookmarks: bool) -> bool:
+    """Send events until the stream ends: True when it ends cleanly, False when it is dropped."""
     state, history = cluster.state, cluster.state.store.history
     clock = state.clock
     stopping = request.app.get(STOPPING) or asyncio.Event()
-
-    def matches(change: Change) -> bool:
-        if change.kind != t.kind or change.group != t.group:
-            return False
-        if namespace is not None and change.namespace != namespace:
-            return False
-        if not labels(change.labels):
-            return False
-        return field_selector is None or fields(json.loads(change.data))
-
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
-    await response.prepare(request)
     if start is None:
         start = history.head
-        initial = [_line("ADDED", json.dumps(obj).encode()) for obj in state.store.items(t, namespace)
-                   if labels(labels_of(obj)) and fields(obj)]
+        initial = [_line("ADDED", json.dumps(obj).encode()) for obj in state.store.items(wanted.t, wanted.namespace)
+                   if wanted.object(obj)]
         if initial:
             await response.write(b"".join(initial))
     cursor = start
@@ -96,26 +115,24 @@ async def serve(request: web.Request, cluster: SimCluster, t: ResourceType,
         if stopping.is_set() or cluster.fault is Fault.DOWN:
             if request.transport is not None:
                 request.transport.close()
-            return response
+            return False
         if cluster.fault is not Fault.UNREACHABLE:
             changes = history.since(cursor)
             if changes is None:
                 await response.write(_expired(cursor, history.floor))
-                break
-            out = [_line(c.type, c.data) for c in changes if matches(c)]
+                return True
+            out = [_line(c.type, c.data) for c in changes if wanted.change(c)]
             cursor = history.head
             if bookmarks and clock.monotonic() >= next_bookmark:
-                out.append(_line("BOOKMARK", json.dumps(_bookmark(t, cursor)).encode()))
+                out.append(_line("BOOKMARK", json.dumps(_bookmark(wanted.t, cursor)).encode()))
                 next_bookmark = clock.monotonic() + BOOKMARK_INTERVAL
             if out:
                 await response.write(b"".join(out))
         now = clock.monotonic()
         if now >= deadline:
-            break
+            return True
         wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
         await wait_first(history.changed(seen), stopping.wait(), clock.sleep(wait))
-    await response.write_eof()
-    return response
 
 
 def _bookmark(t: ResourceType, resource_version: int) -> dict[str, Any]:
