@@ -4,24 +4,14 @@ and a stalled member holds back only its own Works."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from flotilla.member import MemberClient
 from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
 from services.executor.execution_manager import ExecutionManager
 from sim import SimCluster
 from sim.catalog import builtin
-from tests.integration.test_executor_execution import (
-    create_work,
-    deployment,
-    executing,
-    health_of,
-    join,
-    set_ready,
-)
+from tests.integration.test_executor_execution import executing, health_of, joined_work, set_ready
 from tests.sim_fixtures import StartSim
 from tests.watching import Watch
 
@@ -44,9 +34,7 @@ def churn(cluster: SimCluster, count: int) -> None:
 async def test_a_dropped_watch_resumes_and_one_too_old_relists(store: Store, start_sim: StartSim) -> None:
     server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
     member = server.cluster("member1")
-    await join(store, server, "member1")
-    work = await create_work(store, "member1", deployment(1))
-    key = f"{work.metadata.namespace}/{work.metadata.name}"
+    key = await joined_work(store, server, "member1", 1)
     async with executing(store, backoff=(0.05, 0.2)) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1))
@@ -69,13 +57,9 @@ async def test_a_dropped_watch_resumes_and_one_too_old_relists(store: Store, sta
         assert lists(manager, "member1") == 2
 
 
-async def test_no_watch_while_the_cluster_is_not_ready(
-    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient]
-) -> None:
+async def test_no_watch_while_the_cluster_is_not_ready(store: Store, start_sim: StartSim) -> None:
     server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
-    await join(store, server, "member1")
-    work = await create_work(store, "member1", deployment(1))
-    key = f"{work.metadata.namespace}/{work.metadata.name}"
+    key = await joined_work(store, server, "member1", 1)
     async with executing(store) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1))
@@ -92,11 +76,7 @@ async def test_no_watch_while_the_cluster_is_not_ready(
 
 async def test_a_stalled_member_holds_back_only_its_own_works(store: Store, start_sim: StartSim) -> None:
     server = await start_sim("member1", "member2", clock=RealClock(), pod_ready_delay=0.05)
-    keys = {}
-    for name in ("member1", "member2"):
-        await join(store, server, name)
-        work = await create_work(store, name, deployment(1))
-        keys[name] = f"{work.metadata.namespace}/{work.metadata.name}"
+    keys = {name: await joined_work(store, server, name, 1) for name in ("member1", "member2")}
     async with executing(store, backoff=(0.05, 0.2)) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: all(health_of(manager.works, k) == ("Healthy", 1) for k in keys.values()))

@@ -114,13 +114,18 @@ async def test_watch_from_now_from_a_version_and_from_a_version_too_old(
     assert await gone.ended()
 
 
-async def test_watch_filters_by_namespace_labels_fields_and_kind(
-    start_sim: StartSim, kube_http: Callable[..., KubeHttp], watch: Callable[..., Any]
-) -> None:
-    server = await start_sim()
-    cluster = server.cluster("member1")
+@pytest.fixture
+async def member(start_sim: StartSim, kube_http: Callable[..., KubeHttp]) -> tuple[SimCluster, KubeHttp, str]:
+    """The cluster, its API, and the resourceVersion it is at."""
+    cluster = (await start_sim()).cluster("member1")
     api = kube_http(cluster)
-    version = (await api.ok("GET", CM))["metadata"]["resourceVersion"]
+    return cluster, api, (await api.ok("GET", CM))["metadata"]["resourceVersion"]
+
+
+async def test_watch_filters_by_namespace_labels_fields_and_kind(
+    member: tuple[SimCluster, KubeHttp, str], watch: Callable[..., Any]
+) -> None:
+    cluster, api, version = member
     labelled = await watch(cluster, "/api/v1/configmaps", resourceVersion=version, labelSelector="app=web")
     by_name = await watch(cluster, CM, resourceVersion=version, fieldSelector="metadata.name=two")
     await api.ok("POST", "/api/v1/namespaces/other/configmaps", configmap("one", {"app": "web"}))
@@ -134,12 +139,9 @@ async def test_watch_filters_by_namespace_labels_fields_and_kind(
 
 
 async def test_bookmarks_and_timeout(
-    start_sim: StartSim, kube_http: Callable[..., KubeHttp], watch: Callable[..., Any], sim_clock: FakeClock
+    member: tuple[SimCluster, KubeHttp, str], watch: Callable[..., Any], sim_clock: FakeClock
 ) -> None:
-    server = await start_sim()
-    cluster = server.cluster("member1")
-    api = kube_http(cluster)
-    version = (await api.ok("GET", CM))["metadata"]["resourceVersion"]
+    cluster, api, version = member
     stream = await watch(cluster, CM, resourceVersion=version, allowWatchBookmarks="true", timeoutSeconds="8")
     # Changes to another kind move the cluster's version on; the bookmark carries it.
     await api.ok("POST", "/api/v1/namespaces/default/secrets", {"metadata": {"name": "s"}})
@@ -153,12 +155,9 @@ async def test_bookmarks_and_timeout(
 
 
 async def test_down_drops_open_watches_and_unreachable_holds_their_events(
-    start_sim: StartSim, kube_http: Callable[..., KubeHttp], watch: Callable[..., Any]
+    member: tuple[SimCluster, KubeHttp, str], watch: Callable[..., Any]
 ) -> None:
-    server = await start_sim()
-    cluster = server.cluster("member1")
-    api = kube_http(cluster)
-    version = (await api.ok("GET", CM))["metadata"]["resourceVersion"]
+    cluster, _, version = member
     stream = await watch(cluster, CM, resourceVersion=version)
     cluster.set_fault("unreachable")
     cluster.state.create(builtin("ConfigMap"), "default", configmap("held"))
