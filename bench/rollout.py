@@ -1,10 +1,11 @@
-"""Rollout benchmark: `flotilla up` with simulated members, then N Deployments each propagated to
-every member (Duplicated, one replica), from the first apply to every binding reporting every
-member Healthy; prints one JSON object.
+"""Rollout benchmark: `flotilla up` plus a simulator whose members are joined in Push mode (each
+with 3 nodes of `--node-pods` pod slots, so every replica fits), then N Deployments each
+propagated to every member (Duplicated, one replica), from the first apply to every binding
+reporting every member Healthy; prints one JSON object.
 
 - wall_s: from the first apply to the last placement Healthy (or `--timeout`, with the
   Healthy/Unhealthy/Unknown counts where it stood).
-- executor: the executor's (and the Pull agent's) CPU seconds over the rollout and peak RSS.
+- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS.
 - readyz_ms: p50/p99/max of the simulator's `/readyz`, asked by a separate prober process one
   cluster after another (every `--probe-interval`) for the whole rollout.
 
@@ -172,25 +173,54 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
     }
 
 
+def start_sim(args: argparse.Namespace, data_dir: Path, endpoint: str) -> subprocess.Popen[bytes]:
+    """The simulator, with pod slots for every placement (`flotilla up`'s has 3 x 110)."""
+    with open(data_dir / "logs" / "bench-sim.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sim", "--port", str(free_port()), "--clusters", str(args.clusters),
+             "--data-dir", str(data_dir / "sim"), "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s",
+             "--node-pods", str(args.node_pods)],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+async def join_all(endpoint: str, kubeconfigs: Path, names: list[str]) -> None:
+    from flotilla.cli.join import join_args, join_cluster
+    from flotilla.local import wait_clusters_ready
+
+    for _ in range(300):
+        if all((kubeconfigs / f"{name}.yaml").exists() for name in names):
+            break
+        await asyncio.sleep(0.1)
+    store = await Store.connect(endpoint)
+    try:
+        for name in names:
+            await join_cluster(store, join_args(name, str(kubeconfigs / f"{name}.yaml")), rejoin=True)
+    finally:
+        await store.close()
+    await wait_clusters_ready(endpoint, names, 300)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="flotilla-rollout-") as tmp:
         data_dir = Path(tmp) / "plane"
         port = free_port()
         up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                             str(port), "--sim-clusters", str(args.clusters), "--profile", args.profile,
-                             "--wait-timeout", "300"],
+                             str(port), "--profile", args.profile],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
         if up.returncode != 0:
             raise SystemExit(f"flotilla up failed: {up.stderr.strip()}")
+        sim: subprocess.Popen[bytes] | None = None
         prober: subprocess.Popen[str] | None = None
         try:
             state = RunState.load(data_dir)
             assert state is not None
-            pids = {name: pid for name, pid in state.services.items()
-                    if name in ("executor", "sim") or name.startswith("agent-")}
+            sim = start_sim(args, data_dir, state.etcd_endpoints)
+            kubeconfigs = data_dir / "sim" / "kubeconfigs"
+            asyncio.run(join_all(state.etcd_endpoints, kubeconfigs,
+                                 [f"member{i}" for i in range(1, args.clusters + 1)]))
+            pids = {"executor": state.services["executor"], "sim": sim.pid}
             prober = subprocess.Popen(
-                [sys.executable, __file__, "--probe", str(data_dir / "sim" / "kubeconfigs"),
-                 "--probe-interval", str(args.probe_interval)],
+                [sys.executable, __file__, "--probe", str(kubeconfigs), "--probe-interval", str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
             prober.send_signal(signal.SIGTERM)
@@ -198,8 +228,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["readyz_ms"] = json.loads(out)
             return {"clusters": args.clusters, "deployments": args.deployments, **result}
         finally:
-            if prober is not None and prober.poll() is None:
-                prober.kill()
+            for process in (prober, sim):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
             subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
                            timeout=120)
 
@@ -211,6 +243,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     parser.add_argument("--profile", default="demo", help="the `flotilla up` timing profile")
     parser.add_argument("--probe-interval", type=float, default=0.05)
+    parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     args = parser.parse_args()
     if args.probe:
