@@ -137,7 +137,7 @@ async def bench(clusters: int, deployments: int, changes: int, workdir: Path) ->
             await clients.close()
             await server.stop()
             await store.close()
-    return {"clusters": clusters, "works": len(keys), "changes": changes, "initial_rollout_s": round(rollout_s, 2),
+    return {"clusters": clusters, "works": len(keys), "changes": changes, "settled_s": round(rollout_s, 2),
             "latency_ms": {"p50": round(percentile(latencies, 50), 1), "p99": round(percentile(latencies, 99), 1),
                            "max": round(max(latencies), 1)}}
 
