@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo protos lint bench clean
+.PHONY: test fuzz demo protos lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# The property tests of admission with many more examples than `make test` runs (minutes, not seconds).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=long $(BIN)/pytest -q --timeout=0 tests/property
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -30,6 +34,7 @@ protos: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/schedule.py
+	$(BIN)/python bench/hostile.py
 	$(BIN)/python bench/watch_latency.py
 	$(BIN)/python bench/rollout.py
 

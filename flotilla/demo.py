@@ -328,6 +328,7 @@ def _print_keep(narrator: Narrator, endpoints: str, data_dir: Path) -> None:
         "  flotillactl get rb -o wide",
         "  flotillactl describe rb nginx-deployment",
         f"  flotilla sim fault member2 down --data-dir {data_dir}",
+        f"  KUBECONFIG={data_dir / 'sim' / 'kubeconfigs' / 'member1.yaml'} kubectl get deployments,pods",
         "Stop it with:",
         f"  flotilla down --data-dir {data_dir}",
     ])

@@ -1,6 +1,7 @@
 """Simulated member clusters that speak the Kubernetes API, with fault injection.
 
-`SimServer` serves many clusters from one process (one aiohttp app, one timer task);
+`SimServer` serves many clusters from one process (each on its own HTTPS port, one aiohttp app
+and one timer task for all);
 `python -m sim` runs it as a service; `flotilla.simclient` (re-exported as `sim.admin`) is the
 client of its admin API.
 """

@@ -35,8 +35,9 @@ def admin_routes(server: SimServer) -> list[web.RouteDef]:
         try:
             cluster = server.add_cluster(name, nodes=_optional(body, "nodes", int), cpu=_optional(body, "cpu", str),
                                          memory=_optional(body, "memory", str), pods=_optional(body, "pods", int))
-        except ValueError as e:
+        except (ValueError, OSError) as e:
             raise _BadRequest(str(e)) from e
+        await server.ready()
         return _ok(cluster.info(), 201)
 
     async def get_cluster(request: web.Request) -> web.Response:

@@ -30,7 +30,8 @@ log = logging.getLogger("sim")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m sim", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=0, help="port for every cluster and the admin API (0 = any)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="port of the admin API (0 = any); each cluster gets an HTTPS port of its own")
     parser.add_argument("--clusters", type=int, default=3, help="serve member1..memberN")
     parser.add_argument("--names", default="", help="comma-separated cluster names (instead of member1..N)")
     parser.add_argument("--data-dir", required=True, help="kubeconfigs are written to DATA_DIR/kubeconfigs/")
@@ -117,8 +118,8 @@ async def serve(args: argparse.Namespace) -> None:
             await registration.start()
         log.info("event=serving address=%s clusters=%d kubeconfigs=%s", server.address, len(server.clusters),
                  server.data_dir / "kubeconfigs")
-        print(f"sim serving {len(server.clusters)} clusters at http://{server.address}/clusters/<name> "
-              f"(admin http://{server.address}/admin/clusters)", flush=True)
+        print(f"sim serving {len(server.clusters)} clusters over HTTPS, one port each (kubeconfigs in "
+              f"{server.data_dir / 'kubeconfigs'}; admin http://{server.address}/admin/clusters)", flush=True)
         await stopping.wait()
     finally:
         if registration is not None:

@@ -1,9 +1,11 @@
-"""The Kubernetes REST API of one simulated cluster, as served under /clusters/<name>.
+"""The Kubernetes REST API of one simulated cluster, as served on its own port.
 
-Health (/readyz, /healthz, /livez), /version, discovery, and create/get/list/replace/patch/
-delete (plus status and scale subresources) of every type the cluster's catalog holds, and
-watches of every list path (`sim.watch`). Every path needs the cluster's bearer token.
-Pagination (`limit`/`continue`) and dry runs are not supported: a list always returns everything.
+Health (/readyz, /healthz, /livez), /version, discovery, OpenAPI v3 (sim/openapi.py), and
+create/get/list/replace/patch/delete (plus status and scale subresources) of every type the
+cluster's catalog holds, with Tables for `kubectl get` (sim/tables.py) and field validation
+(sim/schemas.py), and watches of every list path (sim/watch.py). Every path needs the
+cluster's bearer token. Pagination (`limit`/`continue`) and dry runs are not supported: a list
+always returns everything.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from sim import errors, watch
-from sim.catalog import ResourceType, api_group, api_group_list, api_resource_list, api_versions
+from sim import errors, openapi, schemas, tables, watch
+from sim.catalog import CRD, ResourceType, api_group, api_group_list, api_resource_list, api_versions
 from sim.cluster import SimCluster
 from sim.faults import Fault
 from sim.state import APPLY_PATCH
@@ -53,7 +55,7 @@ def authorized(request: web.Request, cluster: SimCluster) -> bool:
 
 
 async def handle(request: web.Request, cluster: SimCluster, path: str) -> web.StreamResponse:
-    """Serve one authenticated request under the cluster's prefix (`path` is what follows it)."""
+    """Serve one authenticated request to the cluster (`path` is the request's path)."""
     try:
         return await _dispatch(request, cluster, path)
     except errors.ApiError as e:
@@ -70,9 +72,14 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
         return _health(cluster, segments[0])
     if segments == ["version"]:
         return json_response(_version(cluster))
+    catalog = cluster.state.catalog
+    if segments[:2] == ["openapi", "v3"]:
+        return _openapi(cluster, "/".join(segments[2:]))
+    if segments == ["openapi", "v2"]:
+        body, content_type = openapi.v2_document(request.headers.get("Accept", ""), cluster.git_version)
+        return web.Response(body=body, headers={"Content-Type": content_type})
     if not segments or segments[0] not in ("api", "apis"):
         raise errors.path_not_found()
-    catalog = cluster.state.catalog
     if segments == ["api"]:
         return json_response(api_versions(request.host))
     if segments == ["apis"]:
@@ -91,11 +98,23 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
         return json_response(listed)
     target = _target(cluster, group, version, rest)
     if watch.requested(request) and target.name is None:
-        return await watch.serve(request, cluster, target.type, target.namespace)
+        return await watch.serve(request, cluster, target.type, target.namespace, _crd(cluster, target.type))
     if method in ("GET", "HEAD"):
         return _get(request, cluster, target)
+    if request.query.get("dryRun"):  # refused rather than ignored: a dry run must not write
+        raise errors.bad_request("dryRun is not supported by the simulator")
     body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
-    state = cluster.state
+    warnings = [] if body is None else schemas.check_fields(
+        target.type, body, request.query.get("fieldValidation"), target.subresource, _crd(cluster, target.type),
+        patch=method == "PATCH")
+    response = _write(request, cluster, target, body)
+    for warning in warnings:  # unknown fields under fieldValidation=Warn
+        response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+    return response
+
+
+def _write(request: web.Request, cluster: SimCluster, target: Target, body: Any) -> web.Response:
+    method, state = request.method, cluster.state
     t, namespace, name, sub = target.type, target.namespace or "", target.name, target.subresource
     if method == "POST" and name is None:
         if target.namespace is None and t.namespaced:
@@ -123,11 +142,32 @@ def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Respo
     if request.query.get("watch") in ("1", "true"):
         raise errors.method_not_allowed("WATCH", t.qualified)
     if target.name is None:
-        return json_response(state.list(t, target.namespace, request.query.get("labelSelector"),
-                                        request.query.get("fieldSelector")))
+        return _printed(request, cluster, t, state.list(t, target.namespace, request.query.get("labelSelector"),
+                                                        request.query.get("fieldSelector")))
     if target.subresource == "scale":
         return json_response(state.get_scale(t, target.namespace or "", target.name))
-    return json_response(state.get(t, target.namespace or "", target.name))
+    return _printed(request, cluster, t, state.get(t, target.namespace or "", target.name))
+
+
+def _printed(request: web.Request, cluster: SimCluster, t: ResourceType, body: dict[str, Any]) -> web.Response:
+    """The answer to a GET, as a Table when the client asks for one (`kubectl get`)."""
+    return json_response(tables.printed(request.headers.get("Accept", ""), request.query.get("includeObject"), t,
+                                        body, cluster.state.clock.now(), _crd(cluster, t)))
+
+
+def _crd(cluster: SimCluster, t: ResourceType) -> dict[str, Any] | None:
+    """The CRD serving a custom type (its schema and printer columns); None for built-ins."""
+    return cluster.state.store.get(CRD, "", f"{t.plural}.{t.group}") if t.custom else None
+
+
+def _openapi(cluster: SimCluster, path: str) -> web.Response:
+    catalog, version = cluster.state.catalog, cluster.git_version
+    if not path:
+        return json_response(openapi.index(catalog, lambda t: _crd(cluster, t), version))
+    document = openapi.document(catalog, path, lambda t: _crd(cluster, t), version)
+    if document is None:
+        raise errors.path_not_found()
+    return web.Response(body=document, content_type="application/json")
 
 
 def _target(cluster: SimCluster, group: str, version: str, rest: list[str]) -> Target:

@@ -1,19 +1,20 @@
-"""The kubeconfig the simulator writes for each cluster (server URL + bearer token)."""
+"""The kubeconfig the simulator writes for each cluster (server URL, CA, bearer token)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import yaml
 
 
-def write_kubeconfig(path: Path, cluster: str, server: str, token: str) -> None:
+def write_kubeconfig(path: Path, cluster: str, server: str, token: str, ca_data: str) -> None:
     user = f"{cluster}-admin"
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {"server": server}}],
+        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": user}}],
         "current-context": cluster,
@@ -37,3 +38,13 @@ def existing_token(path: Path) -> str | None:
         return str(config["users"][0]["user"]["token"]) or None
     except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError):
         return None
+
+
+def existing_port(path: Path) -> int:
+    """The port of the server URL an earlier run wrote (0 if none), so the cluster keeps its URL."""
+    try:
+        config = yaml.safe_load(path.read_text())
+        url = urlsplit(str(config["clusters"][0]["cluster"]["server"]))
+        return url.port or 0 if url.scheme == "https" else 0
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError, ValueError):
+        return 0

@@ -1,8 +1,8 @@
-"""Many simulated clusters behind one aiohttp server: `/clusters/<name>/...` is a cluster's
-Kubernetes API, `/admin/...` the fault-injection API.
+"""Many simulated clusters in one process: each cluster's Kubernetes API on its own HTTPS port
+(sim/listeners.py), and the fault-injection API (`/admin/...`) over plain HTTP on the main port.
 
-Cheap per cluster by construction: one app routing by prefix, one timer task for every cluster,
-and no per-cluster tasks or polling.
+Cheap per cluster by construction: one app and runner for every cluster port, one timer task for
+every cluster, and no per-cluster tasks or polling.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from sim import kube_api, watch
 from sim.admin_api import admin_routes
 from sim.cluster import DEFAULT_VERSION, SimCluster
 from sim.errors import UNAUTHORIZED
-from sim.kubeconfig import existing_token, write_kubeconfig
+from sim.kubeconfig import existing_port, existing_token, write_kubeconfig
+from sim.listeners import ClusterListeners
 from sim.timers import Timers
+from sim.tls import Authority, serving_hosts
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _MAX_BODY = 3 * 1024 * 1024  # the API server's request size limit
@@ -39,7 +41,9 @@ class SimServer:
         self.clusters: dict[str, SimCluster] = {}
         self.timers = Timers(clock)
         self.port = 0
+        self.tls: Authority | None = None  # made at start
         self._runner: web.AppRunner | None = None
+        self._listeners = ClusterListeners(host, self._serve_cluster, _MAX_BODY)
         self._stopping = asyncio.Event()
 
     @property
@@ -48,7 +52,8 @@ class SimServer:
         return f"{self.host}:{self.port}"
 
     def url(self, name: str) -> str:
-        return f"http://{self.address}/clusters/{name}"
+        """The cluster's API server URL (known once the server has started)."""
+        return self.clusters[name].url
 
     def kubeconfig_path(self, name: str) -> Path:
         return self.data_dir / "kubeconfigs" / f"{name}.yaml"
@@ -71,18 +76,15 @@ class SimServer:
             cpu=str(cpu or self.defaults["cpu"]), memory=str(memory or self.defaults["memory"]),
             pods=int(self.defaults["pods"] if pods is None else pods), git_version=self.git_version,
         )
-        self.clusters[name] = cluster
         if self._runner is not None:
             self._publish(cluster)
+        self.clusters[name] = cluster
         return cluster
 
     async def start(self, port: int = 0) -> None:
         app = web.Application(client_max_size=_MAX_BODY)
-        app.router.add_route("*", "/clusters/{name}{tail:.*}", self._serve_cluster)
         app.router.add_routes(admin_routes(self))
-        app[watch.STOPPING] = self._stopping
-        # handler_cancellation: a client giving up on a hanging ("unreachable") request ends it.
-        runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -96,15 +98,27 @@ class SimServer:
         self._runner = runner
         self.port = sock.getsockname()[1]
         self._stopping.clear()
+        try:
+            self.tls = Authority(self.data_dir / "pki", serving_hosts(self.host))
+            await self._listeners.start(self.tls.server_context())
+            for cluster in self.clusters.values():
+                self._publish(cluster)
+            await self._listeners.ready()
+        except BaseException:
+            await self.stop()
+            raise
         self.timers.start()
-        for cluster in self.clusters.values():
-            self._publish(cluster)
+
+    async def ready(self) -> None:
+        """Wait until every cluster added so far is being served."""
+        await self._listeners.ready()
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
         # Held requests ("unreachable", "slow") end first, so shutdown does not wait for them.
         self._stopping.set()
         await self.timers.stop()
+        await self._listeners.stop()
         if runner is not None:
             await runner.cleanup()
 
@@ -116,19 +130,32 @@ class SimServer:
         await self.stop()
 
     def _publish(self, cluster: SimCluster) -> None:
-        cluster.url = self.url(cluster.name)
-        cluster.kubeconfig = self.kubeconfig_path(cluster.name)
-        write_kubeconfig(cluster.kubeconfig, cluster.name, cluster.url, cluster.token)
+        assert self.tls is not None
+        kubeconfig = self.kubeconfig_path(cluster.name)
+        # The port of an earlier run's kubeconfig, so joined clients (which stored it) keep working.
+        port = self._listeners.open(cluster.name, existing_port(kubeconfig),
+                                    hint=f"delete {kubeconfig} to give it a new port, then join it again")
+        cluster.url = f"https://{_url_host(self.host)}:{port}"
+        cluster.kubeconfig = kubeconfig
+        write_kubeconfig(kubeconfig, cluster.name, cluster.url, cluster.token, self.tls.ca_data)
 
     async def _serve_cluster(self, request: web.Request) -> web.StreamResponse:
-        cluster = self.clusters.get(request.match_info["name"])
+        name = self._listeners.cluster_of(request)
+        cluster = self.clusters.get(name) if name else None
         if cluster is None:
             return web.Response(status=404, text="404 page not found\n")
         if not await cluster.faults.admit(self.clock, self._stopping):
             return _drop(request)
         if not kube_api.authorized(request, cluster):
             return kube_api.error_response(UNAUTHORIZED)
-        return await kube_api.handle(request, cluster, request.match_info["tail"])
+        request[watch.STOPPING] = self._stopping  # open watches end when the server does
+        return await kube_api.handle(request, cluster, request.path)
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
 
 
 def _drop(request: web.Request) -> web.Response:

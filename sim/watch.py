@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sim import errors
+from sim import errors, tables
 from sim.catalog import ResourceType
 from sim.cluster import SimCluster
 from sim.faults import Fault
@@ -27,8 +27,8 @@ from sim.history import Change
 from sim.selectors import labels_of, parse_field_selector, parse_label_selector
 from sim.waiting import wait_first
 
-# Set by the server: watches end when it does.
-STOPPING = web.AppKey("sim-watch-stopping", asyncio.Event)
+# Set on each request by the server: watches end when it does.
+STOPPING = web.RequestKey("sim-watch-stopping", asyncio.Event)
 BOOKMARK_INTERVAL = 5.0
 DEFAULT_TIMEOUT = 1800.0  # the API server's --min-request-timeout
 
@@ -62,13 +62,24 @@ def _params(request: web.Request) -> tuple[int | None, float, bool]:
 
 
 class _Filter:
-    """Which objects and changes a watch sends: its kind, namespace and selectors."""
+    """Which objects and changes a watch sends (its kind, namespace and selectors), and how: as
+    they are, or as one-row Tables when the client asks for Tables (`kubectl get -w`)."""
 
-    def __init__(self, request: web.Request, t: ResourceType, namespace: str | None) -> None:
-        self.t, self.namespace = t, namespace
+    def __init__(self, request: web.Request, cluster: SimCluster, t: ResourceType, namespace: str | None,
+                 crd: dict[str, Any] | None) -> None:
+        self.t, self.namespace, self.crd, self.clock = t, namespace, crd, cluster.state.clock
         self.labels = parse_label_selector(request.query.get("labelSelector"))
         self.field_selector = request.query.get("fieldSelector")
         self.fields = parse_field_selector(self.field_selector)
+        self.accept = request.headers.get("Accept", "")
+        self.tables = tables.table_version(self.accept) is not None
+        self.include_object = request.query.get("includeObject")
+
+    def data(self, data: bytes) -> bytes:
+        if not self.tables:
+            return data
+        return json.dumps(tables.printed(self.accept, self.include_object, self.t, json.loads(data), self.clock.now(),
+                                         self.crd)).encode()
 
     def object(self, obj: dict[str, Any]) -> bool:
         return self.labels(labels_of(obj)) and self.fields(obj)
@@ -81,10 +92,10 @@ class _Filter:
         return self.labels(change.labels) and (self.field_selector is None or self.fields(json.loads(change.data)))
 
 
-async def serve(request: web.Request, cluster: SimCluster, t: ResourceType,
-                namespace: str | None) -> web.StreamResponse:
+async def serve(request: web.Request, cluster: SimCluster, t: ResourceType, namespace: str | None,
+                crd: dict[str, Any] | None = None) -> web.StreamResponse:
     start, timeout, bookmarks = _params(request)
-    wanted = _Filter(request, t, namespace)
+    wanted = _Filter(request, cluster, t, namespace, crd)
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     await response.prepare(request)
     try:
@@ -100,11 +111,11 @@ async def _stream(request: web.Request, response: web.StreamResponse, cluster: S
     """Send events until the stream ends: True when it ends cleanly, False when it is dropped."""
     state, history = cluster.state, cluster.state.store.history
     clock = state.clock
-    stopping = request.app.get(STOPPING) or asyncio.Event()
+    stopping = request.get(STOPPING) or asyncio.Event()
     if start is None:
         start = history.head
-        initial = [_line("ADDED", json.dumps(obj).encode()) for obj in state.store.items(wanted.t, wanted.namespace)
-                   if wanted.object(obj)]
+        initial = [_line("ADDED", wanted.data(json.dumps(obj).encode()))
+                   for obj in state.store.items(wanted.t, wanted.namespace) if wanted.object(obj)]
         if initial:
             await response.write(b"".join(initial))
     cursor = start
@@ -121,7 +132,7 @@ async def _stream(request: web.Request, response: web.StreamResponse, cluster: S
             if changes is None:
                 await response.write(_expired(cursor, history.floor))
                 return True
-            out = [_line(c.type, c.data) for c in changes if wanted.change(c)]
+            out = [_line(c.type, wanted.data(c.data)) for c in changes if wanted.change(c)]
             cursor = history.head
             if bookmarks and clock.monotonic() >= next_bookmark:
                 out.append(_line("BOOKMARK", json.dumps(_bookmark(wanted.t, cursor)).encode()))

@@ -6,7 +6,9 @@ Test modules load them with `pytest_plugins = ["tests.sim_fixtures"]`.
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -61,23 +63,35 @@ async def member_client() -> AsyncIterator[Callable[..., MemberClient]]:
         await client.close()
 
 
+def cluster_tls(cluster: SimCluster) -> ssl.SSLContext:
+    """A client TLS context trusting the CA in the cluster's kubeconfig."""
+    assert cluster.kubeconfig is not None, "the server has not started"
+    ca = base64.b64decode(load_kubeconfig(cluster.kubeconfig).ca_data).decode()
+    return ssl.create_default_context(cadata=ca)
+
+
 class KubeHttp:
-    """Raw HTTP against one simulated cluster, for asserting on status codes and bodies."""
+    """Raw HTTPS against one simulated cluster, for asserting on status codes and bodies."""
 
     def __init__(self, session: aiohttp.ClientSession, cluster: SimCluster, token: str | None = None) -> None:
         self.session = session
         self.cluster = cluster
         self.token = cluster.token if token is None else token
+        self.tls = cluster_tls(cluster)
+        self.headers: dict[str, list[str]] = {}  # of the last answer: name -> values
 
     async def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                      **params: str) -> tuple[int, Any]:
-        headers = {"Content-Type": content_type}
+                      accept: str = "application/json", **params: str) -> tuple[int, Any]:
+        headers = {"Content-Type": content_type, "Accept": accept}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
         async with self.session.request(method, self.cluster.url + path, data=data, headers=headers,
-                                        params=params or None) as response:
+                                        params=params or None, ssl=self.tls) as response:
             text = await response.text()
+            self.headers = {}
+            for name, value in response.headers.items():
+                self.headers.setdefault(name, []).append(value)
             try:
                 return response.status, json.loads(text)
             except ValueError:

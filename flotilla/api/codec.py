@@ -22,7 +22,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from flotilla.api import registry
+from flotilla.api import limits, registry
 from flotilla.api.v1.meta_pb2 import Unstructured
 
 # Kubernetes metav1.MicroTime fields print with microseconds; every other
@@ -66,8 +66,21 @@ class FieldError:
     path: str
     reason: str
 
+    def __post_init__(self) -> None:
+        # One line wherever it is shown, whatever the document held: reasons quote values
+        # a user wrote, and a Lua error can span lines.
+        object.__setattr__(self, "path", one_line(self.path))
+        object.__setattr__(self, "reason", one_line(self.reason))
+
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+def one_line(text: str) -> str:
+    """text with newlines and other unprintable characters as escapes (`\\n`, `\\u2028`)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 class CodecError(ValueError):
@@ -88,6 +101,9 @@ def from_dict(data: Mapping[str, Any]) -> Message:
     """
     if not isinstance(data, Mapping):
         raise CodecError([FieldError("", f"expected object, got {_json_type(data)}")])
+    too_big = limits.shape_problem(data)
+    if too_big is not None:
+        raise CodecError([FieldError(*too_big)])
     errors: list[FieldError] = []
     for key in ("apiVersion", "kind"):
         value = data.get(key)
@@ -118,11 +134,17 @@ def parse_as(message_cls: type[M], data: Any, path: str = "") -> M:
 
 
 def from_json(text: str | bytes) -> Message:
+    return from_dict(load_json(text))
+
+
+def load_json(text: str | bytes) -> Any:
+    """A JSON text's value; nesting too deep for Python's parser is an error like any other."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except ValueError as e:
         raise CodecError([FieldError("", f"invalid JSON: {e}")]) from None
-    return from_dict(data)
+    except RecursionError:
+        raise CodecError([FieldError("", f"invalid JSON: nested deeper than {limits.MAX_DEPTH} levels")]) from None
 
 
 def _parse_unstructured(msg: Unstructured, data: Any, path: str, errors: list[FieldError]) -> None:
@@ -208,7 +230,7 @@ def _parse_map(container: Any, fd: FieldDescriptor, value: Any, path: str, error
     value_fd = _message_type(fd).fields_by_name["value"]
     quantity = fd.full_name in _QUANTITY_FIELDS
     for key, item in value.items():
-        item_path = f"{path}[{key}]"
+        item_path = f"{path}[{limits.path_key(str(key))}]"
         if not isinstance(key, str):
             errors.append(FieldError(item_path, f"expected string key, got {_json_type(key)}"))
         elif value_fd.type == _T.TYPE_MESSAGE:
@@ -455,18 +477,35 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 
+def utf8_text(data: bytes) -> str:
+    """Bytes as text; Kubernetes manifests and JSON are UTF-8, so anything else is named by its first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CodecError([FieldError("", f"not UTF-8 at byte {e.start} (0x{data[e.start]:02x})")]) from None
+
+
 def load_yaml_documents(text: str) -> list[dict[str, Any]]:
     """The objects of a multi-document YAML stream, skipping empty documents."""
     try:
         documents = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as e:
         raise CodecError([FieldError("", f"invalid YAML: {_yaml_problem(e)}")]) from None
+    except RecursionError:
+        # Only the pure-Python loader recurses; libyaml stops at 1000 levels with a YAMLError.
+        raise CodecError([FieldError("", f"invalid YAML: nested deeper than {limits.MAX_DEPTH} levels")]) from None
     objects: list[dict[str, Any]] = []
     for index, document in enumerate(documents, start=1):
         if document is None:
             continue
+        which = f"document {index}: " if len(documents) > 1 else ""
         if not isinstance(document, dict):
-            raise CodecError([FieldError("", f"document {index}: expected object, got {_json_type(document)}")])
+            raise CodecError([FieldError("", f"{which}expected object, got {_json_type(document)}")])
+        # Before anyone encodes it: an alias bomb is small as loaded and enormous as JSON.
+        too_big = limits.shape_problem(document)
+        if too_big is not None:
+            problem = FieldError(*too_big)
+            raise CodecError([FieldError("", f"{which}{problem}") if which else problem])
         objects.append(document)
     return objects
 
@@ -483,7 +522,11 @@ def dump_yaml_documents(objs: Iterable[Message | Mapping[str, Any]]) -> str:
 def _yaml_problem(error: yaml.YAMLError) -> str:
     if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
         mark = error.problem_mark
-        return f"line {mark.line + 1} column {mark.column + 1}: {error.problem}"
+        problem = error.problem
+        if problem == "exceeded maximum nesting depth":
+            # libyaml's own bound (1000); the codec's is lower, and one limit is easier to document.
+            problem = f"nested deeper than {limits.MAX_DEPTH} levels"
+        return f"line {mark.line + 1} column {mark.column + 1}: {problem}"
     return " ".join(str(error).split())
 
 
@@ -526,7 +569,8 @@ def _is_number(value: Any) -> bool:
 
 
 def _join(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
+    key = limits.path_key(str(key))
+    return f"{path}.{key}" if path else key
 
 
 def _json_type(value: Any) -> str:

@@ -27,10 +27,11 @@ def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     docs: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
         try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text()
+            data = _read_stdin() if path == "-" else Path(path).read_bytes()
         except OSError as e:
             raise CLIError(f"cannot read {path}: {e.strerror or e}") from e
         try:
+            text = data if isinstance(data, str) else codec.utf8_text(data)
             found = codec.load_yaml_documents(text)
         except (yaml.YAMLError, ValueError) as e:
             raise CLIError(f"{path}: {e}") from e
@@ -41,6 +42,13 @@ def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
     if not docs:
         raise CLIError(f"no objects found in {', '.join(paths)}")
     return docs
+
+
+def _read_stdin() -> bytes | str:
+    # The bytes, so that a file that is not UTF-8 is named by its first bad byte; a test's
+    # stand-in stdin has only text.
+    buffer = getattr(sys.stdin, "buffer", None)
+    return buffer.read() if buffer is not None else sys.stdin.read()
 
 
 def display_name(doc: Mapping[str, Any]) -> str:

@@ -11,11 +11,10 @@ from collections.abc import Sequence
 
 import grpc
 
-from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.webhook.admission import Admission
 from services.webhook.defaulting import AdmissionConfig
-from services.webhook.servicer import WebhookServicer
+from services.webhook.servicer import SERVICE, WebhookServicer, add_to_server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +32,8 @@ def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]
         default_unreachable_toleration_seconds=ctx.args.default_unreachable_toleration_seconds,
         allow_no_execute_taint_policy=ctx.args.allow_no_execute_taint_policy,
     )
-    webhook_pb2_grpc.add_WebhookServicer_to_server(WebhookServicer(Admission(ctx.store, ctx.clock, config)), server)
-    return [webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name]
+    add_to_server(WebhookServicer(Admission(ctx.store, ctx.clock, config)), server)
+    return [SERVICE]
 
 
 SPEC = ServiceSpec(

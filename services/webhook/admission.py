@@ -8,6 +8,7 @@ the finalizers they added, so an apply keeps those from the stored object.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from google.protobuf.message import Message
@@ -49,29 +50,19 @@ class Admission:
 
     async def review(self, doc: Any, validate: bool = True) -> Review:
         """Parse, default and (optionally) validate a document against what is stored."""
-        try:
-            obj = codec.from_dict(doc)
-        except CodecError as e:
-            return Review(None, errors=e.errors)
-        except registry.UnknownResourceError as e:
-            return Review(None, errors=[FieldError("kind", str(e))])
-        rt = registry.for_object(obj)
+        decoded = decode(doc)
+        if decoded.obj is None:
+            return decoded
+        obj = decoded.obj
         meta = meta_of(obj)
-        if rt.namespaced and not meta.namespace:
-            meta.namespace = "default"
-        if not rt.namespaced:
-            meta.namespace = ""
-        old = await self.store.try_get(rt, meta.namespace, meta.name) if meta.name else None
-        if old is not None:
-            _keep_server_fields(obj, old)
-        default_object(obj, old, self.config, self.clock.now())
-        errors = validate_object(obj, old, self.config) if validate else []
-        return Review(obj, old, errors)
+        old = await self.store.try_get(registry.for_object(obj), meta.namespace, meta.name) if meta.name else None
+        return Review(obj, old, admit(obj, old, self.config, self.clock.now(), validate))
 
     async def apply(self, doc: Any, attempts: int = 5) -> Outcome:
         """Create or update. Without a resourceVersion in the document, a conflict with
         a concurrent writer is retried from a fresh read; with one, it is the caller's."""
-        pinned = isinstance(doc, dict) and bool((doc.get("metadata") or {}).get("resourceVersion"))
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        pinned = isinstance(meta, dict) and bool(meta.get("resourceVersion"))
         for _ in range(attempts):
             review = await self.review(doc)
             if not review.allowed:
@@ -100,6 +91,34 @@ class Admission:
         remaining = await self.store.delete(rt, namespace if rt.namespaced else "", name,
                                             resource_version or None)
         return DELETED if remaining is None else TERMINATING
+
+
+def decode(doc: Any) -> Review:
+    """The document as an object in its scope (a namespaced one defaults to "default"),
+    or a Review without one that lists why it does not parse."""
+    try:
+        obj = codec.from_dict(doc)
+    except CodecError as e:
+        return Review(None, errors=e.errors)
+    except registry.UnknownResourceError as e:
+        return Review(None, errors=[FieldError("kind", str(e))])
+    rt = registry.for_object(obj)
+    meta = meta_of(obj)
+    if rt.namespaced and not meta.namespace:
+        meta.namespace = "default"
+    if not rt.namespaced:
+        meta.namespace = ""
+    return Review(obj)
+
+
+def admit(obj: Message, old: Message | None, config: AdmissionConfig, now: datetime,
+          validate: bool = True) -> list[FieldError]:
+    """Default obj in place (keeping what the server owns of `old`, the stored object) and
+    return every problem validation finds; the pure part of admission, without the store."""
+    if old is not None:
+        _keep_server_fields(obj, old)
+    default_object(obj, old, config, now)
+    return validate_object(obj, old, config) if validate else []
 
 
 def _keep_server_fields(obj: Message, old: Message) -> None:

@@ -1,15 +1,20 @@
-"""gRPC face of admission: JSON in, JSON and field violations out."""
+"""gRPC face of admission: JSON in, JSON and field violations out.
+
+A request that is too large, not UTF-8, not JSON or too deeply nested is answered like
+any rejected object, with one violation, before admission sees it.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
+from typing import Any
 
 import grpc
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from opentelemetry import trace
 
 from flotilla.api import codec, registry
+from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
@@ -17,6 +22,7 @@ from services.rpc import abort
 from services.webhook.admission import Admission, Outcome, Review
 
 log = logging.getLogger(__name__)
+SERVICE = webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name
 tracer = trace.get_tracer("flotilla.webhook")
 
 
@@ -28,11 +34,55 @@ def _response(review: Review, result: str = "") -> webhook_pb2.AdmissionResponse
     return response
 
 
-def _document(request: webhook_pb2.AdmissionRequest) -> object:
+class Undecodable:
+    """What the webhook receives instead of an AdmissionRequest whose bytes do not parse
+    (protobuf refuses a string field that is not UTF-8, before any servicer code runs)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+Request = webhook_pb2.AdmissionRequest | Undecodable
+
+
+def parse_request(raw: bytes) -> Request:
     try:
-        return json.loads(request.object_json)
-    except json.JSONDecodeError as e:
-        return e
+        return webhook_pb2.AdmissionRequest.FromString(raw)
+    except DecodeError as e:
+        return Undecodable(_undecodable_problem(raw) or f"not an AdmissionRequest: {e}")
+
+
+def _undecodable_problem(raw: bytes) -> str | None:
+    """Which byte of object_json is not UTF-8 (field 1: a 0x0a tag, a varint length, the text)."""
+    if raw[:1] != b"\x0a":
+        return None
+    length = shift = 0
+    pos = 1
+    while pos < len(raw):
+        byte = raw[pos]
+        length |= (byte & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if not byte & 0x80:
+            break
+    try:
+        codec.utf8_text(raw[pos:pos + length])
+    except codec.CodecError as e:
+        return str(e)
+    return None
+
+
+def document(request: Request) -> Any | Review:
+    """The request's JSON value, or a Review naming why there is none."""
+    if isinstance(request, Undecodable):
+        return Review(None, errors=[codec.FieldError("", request.problem)])
+    size = len(request.object_json.encode())
+    if size > MAX_DOCUMENT_BYTES:
+        return Review(None, errors=[codec.FieldError(
+            "", f"the document is larger than {MAX_DOCUMENT_BYTES} bytes ({size} bytes)")])
+    try:
+        return codec.load_json(request.object_json)
+    except codec.CodecError as e:
+        return Review(None, errors=e.errors)
 
 
 def _kind(obj: Message) -> str:
@@ -40,19 +90,15 @@ def _kind(obj: Message) -> str:
     return kind
 
 
-def _not_json(e: json.JSONDecodeError) -> webhook_pb2.AdmissionResponse:
-    return _response(Review(None, errors=[codec.FieldError("", f"not a JSON document: {e.msg}")]))
-
-
 class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     def __init__(self, admission: Admission) -> None:
         self.admission = admission
 
-    async def Apply(self, request: webhook_pb2.AdmissionRequest, context: grpc.aio.ServicerContext
+    async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
-        doc = _document(request)
-        if isinstance(doc, json.JSONDecodeError):
-            return _not_json(doc)
+        doc = document(request)
+        if isinstance(doc, Review):
+            return _response(doc)
         with tracer.start_as_current_span("webhook.apply") as span:
             try:
                 outcome: Outcome = await self.admission.apply(doc)
@@ -67,18 +113,18 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
                              object_key_of(review.obj), outcome.result)
             return _response(review, outcome.result)
 
-    async def Default(self, request: webhook_pb2.AdmissionRequest, context: grpc.aio.ServicerContext
+    async def Default(self, request: Request, context: grpc.aio.ServicerContext
                       ) -> webhook_pb2.AdmissionResponse:
-        doc = _document(request)
-        if isinstance(doc, json.JSONDecodeError):
-            return _not_json(doc)
+        doc = document(request)
+        if isinstance(doc, Review):
+            return _response(doc)
         return _response(await self.admission.review(doc, validate=False))
 
-    async def Validate(self, request: webhook_pb2.AdmissionRequest, context: grpc.aio.ServicerContext
+    async def Validate(self, request: Request, context: grpc.aio.ServicerContext
                        ) -> webhook_pb2.AdmissionResponse:
-        doc = _document(request)
-        if isinstance(doc, json.JSONDecodeError):
-            return _not_json(doc)
+        doc = document(request)
+        if isinstance(doc, Review):
+            return _response(doc)
         return _response(await self.admission.review(doc))
 
     async def Delete(self, request: webhook_pb2.DeleteRequest, context: grpc.aio.ServicerContext
@@ -95,4 +141,26 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         log.info("event=delete kind=%s name=%s/%s result=%s", request.kind, request.namespace, request.name, result)
         return webhook_pb2.DeleteResponse(result=result)
 
+
+
+
+def add_to_server(servicer: WebhookServicer, server: grpc.aio.Server) -> None:
+    """The generated registration, but an AdmissionRequest that does not parse reaches the
+    servicer as Undecodable, to be answered with a violation rather than an UNKNOWN status."""
+    admission = {
+        name: grpc.unary_unary_rpc_method_handler(
+            getattr(servicer, name),
+            request_deserializer=parse_request,
+            response_serializer=webhook_pb2.AdmissionResponse.SerializeToString,
+        )
+        for name in ("Apply", "Default", "Validate")
+    }
+    delete = grpc.unary_unary_rpc_method_handler(
+        servicer.Delete,
+        request_deserializer=webhook_pb2.DeleteRequest.FromString,
+        response_serializer=webhook_pb2.DeleteResponse.SerializeToString,
+    )
+    handlers = {**admission, "Delete": delete}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)
 

@@ -8,8 +8,10 @@ new one is created — checked on etcd's own history of the Works, revision by r
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
+import ssl
 import subprocess
 import threading
 import time
@@ -94,6 +96,8 @@ class Member:
         config = yaml.safe_load((Path(plane["data_dir"]) / "sim" / "kubeconfigs" / f"{name}.yaml").read_text())
         self.server = config["clusters"][0]["cluster"]["server"]
         self.token = config["users"][0]["user"]["token"]
+        ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+        self.tls = ssl.create_default_context(cadata=ca)
 
     def request(self, method: str, path: str, body: Any = None,
                 content_type: str = "application/merge-patch+json") -> Any:
@@ -101,7 +105,7 @@ class Member:
         req = urllib.request.Request(self.server + path, data=data, method=method,
                                      headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type})
         try:
-            with urllib.request.urlopen(req, timeout=5) as answer:
+            with urllib.request.urlopen(req, timeout=5, context=self.tls) as answer:
                 return json.loads(answer.read())
         except urllib.error.HTTPError as e:
             if e.code == 404:

@@ -3,6 +3,7 @@ simulator: kubeconfig, health under each fault, discovery, apply/get/list/delete
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,8 @@ async def test_load_kubeconfig_reads_what_the_sim_wrote(start_sim: StartSim) -> 
     creds = load_kubeconfig(server.kubeconfig_path("member1"))
     assert creds.server == server.url("member1")
     assert creds.token == server.cluster("member1").token
-    assert (creds.ca_data, creds.insecure_skip_tls_verify) == ("", False)
+    assert server.tls is not None and base64.b64decode(creds.ca_data) == server.tls.ca_pem
+    assert creds.server.startswith("https://") and not creds.insecure_skip_tls_verify
 
 
 async def test_health_follows_the_clusters_faults(start_sim: StartSim, member_client: MakeClient) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ import pytest
 from flotilla.runtime.clock import FakeClock, RealClock
 from sim import admin
 from sim.faults import UNREACHABLE_CAP, Fault
+from tests.sim_fixtures import cluster_tls
 
 if TYPE_CHECKING:
     from tests.sim_fixtures import KubeHttp, StartSim
@@ -52,7 +54,7 @@ async def test_unreachable_hangs_until_the_client_gives_up(start_sim: StartSim) 
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.3)) as session:
         started = time.monotonic()
         with pytest.raises(TimeoutError):
-            await session.get(cluster.url + "/readyz", headers=headers)
+            await session.get(cluster.url + "/readyz", headers=headers, ssl=cluster_tls(cluster))
         assert 0.3 <= time.monotonic() - started < 2
 
 
@@ -151,9 +153,32 @@ async def test_admin_api_errors_are_reported(start_sim: StartSim) -> None:
         await admin.list_clusters(server.address)
 
 
-async def test_kubeconfig_tokens_survive_a_restart(start_sim: StartSim) -> None:
-    first = await start_sim()
-    token = first.cluster("member1").token
+async def test_kubeconfigs_survive_a_restart(start_sim: StartSim, kube_http: Callable[..., KubeHttp]) -> None:
+    """Flotilla stores a kubeconfig at join time: after a restart on the same data directory each
+    cluster keeps its token, its URL (port) and the CA that signs the new serving certificate."""
+    first = await start_sim("member1", "member2")
+    before = {name: first.kubeconfig_path(name).read_text() for name in ("member1", "member2")}
+    assert first.url("member1") != first.url("member2")
     await first.stop()
     again = type(first)(first.clock, first.data_dir)
-    assert again.add_cluster("member1").token == token
+    again.add_cluster("member1")
+    again.add_cluster("member2")
+    await again.start()
+    try:
+        assert {name: again.kubeconfig_path(name).read_text() for name in ("member1", "member2")} == before
+        assert await kube_http(again.cluster("member2")).get("/readyz") == (200, "ok")
+    finally:
+        await again.stop()
+
+
+async def test_a_restart_refuses_to_move_a_cluster_whose_port_was_taken(start_sim: StartSim) -> None:
+    first = await start_sim()
+    port = int(first.url("member1").rsplit(":", 1)[1])
+    await first.stop()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        again = type(first)(first.clock, first.data_dir)
+        again.add_cluster("member1")
+        with pytest.raises(OSError, match=rf"cluster 'member1' cannot listen on 127.0.0.1:{port}.*delete .*member1"):
+            await again.start()

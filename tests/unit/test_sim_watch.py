@@ -15,6 +15,7 @@ from flotilla.runtime.clock import FakeClock
 from sim import SimCluster
 from sim.catalog import builtin
 from sim.history import History
+from tests.sim_fixtures import cluster_tls
 
 if TYPE_CHECKING:
     from tests.sim_fixtures import KubeHttp, StartSim
@@ -67,9 +68,10 @@ async def watch() -> AsyncIterator[Callable[..., Any]]:
     async with aiohttp.ClientSession() as session:
         responses: list[aiohttp.ClientResponse] = []
 
-        async def open_watch(cluster: SimCluster, path: str, **params: str) -> Stream:
+        async def open_watch(cluster: SimCluster, path: str, accept: str = "application/json", **params: str) -> Stream:
             response = await session.get(cluster.url + path, params={"watch": "1", **params},
-                                         headers={"Authorization": f"Bearer {cluster.token}"})
+                                         headers={"Authorization": f"Bearer {cluster.token}", "Accept": accept},
+                                         ssl=cluster_tls(cluster))
             responses.append(response)
             assert response.status == 200
             return Stream(response)
@@ -176,3 +178,15 @@ async def test_stopping_the_server_ends_open_watches(start_sim: StartSim, watch:
     async with asyncio.timeout(3):
         await server.stop()
         assert await stream.ended()
+
+
+async def test_kubectl_get_watch_sees_changes_as_table_rows(
+    member: tuple[SimCluster, KubeHttp, str], watch: Callable[..., Any]
+) -> None:
+    cluster, api, version = member
+    stream = await watch(cluster, CM, accept="application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+                         resourceVersion=version)
+    await api.ok("POST", CM, configmap("shown", x="1"))
+    event = await stream.next()
+    assert (event["type"], event["object"]["kind"]) == ("ADDED", "Table")
+    assert [row["cells"][0] for row in event["object"]["rows"]] == ["shown"]

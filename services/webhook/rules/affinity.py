@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from flotilla.api.codec import FieldError
+from flotilla.api.limits import MAX_SELECTORS
 from flotilla.api.v1.policy_pb2 import (
     ClusterAffinity,
     ClusterAffinityTerm,
@@ -12,7 +13,7 @@ from flotilla.api.v1.policy_pb2 import (
     OverflowClusterAffinity,
 )
 from services.webhook.rules import names
-from services.webhook.rules.fields import check, child, index, required
+from services.webhook.rules.fields import check, child, index, required, too_many
 from services.webhook.rules.selectors import validate_label_selector
 
 FIELD_SELECTOR_KEYS = ("provider", "region", "zone")
@@ -52,6 +53,9 @@ def validate_cluster_affinities(
     # Names identify the term the scheduler settled on
     # (status.schedulerObservingAffinityName), so they are unique across
     # terms and their overflow terms alike.
+    if len(terms) > MAX_SELECTORS:
+        yield too_many(path, len(terms), MAX_SELECTORS)
+        return
     seen: dict[str, str] = {}
     for i, term in enumerate(terms):
         term_path = index(path, i)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from flotilla.api.codec import FieldError
+from flotilla.api.limits import path_key
 
 
 def child(path: str, name: str) -> str:
@@ -18,7 +19,7 @@ def index(path: str, i: int) -> str:
 def key(path: str, map_key: str) -> str:
     # The codec spells map entries the same way (`metadata.labels[app]`), so
     # parse errors and admission errors point at fields alike.
-    return f"{path}[{map_key}]"
+    return f"{path}[{path_key(map_key)}]"
 
 
 def required(path: str) -> FieldError:
@@ -32,6 +33,16 @@ def unsupported(path: str, value: str, supported: Iterable[str]) -> FieldError:
 
 def invalid(path: str, value: object, message: str) -> FieldError:
     return FieldError(path, f"invalid value {_show(value)}: {message}")
+
+
+def too_many(path: str, count: int, limit: int) -> FieldError:
+    # Kubernetes' field.TooMany wording.
+    return FieldError(path, f"Too many: {count}: must have at most {limit} items")
+
+
+def too_long(path: str, limit: int) -> FieldError:
+    # Kubernetes' field.TooLong wording.
+    return FieldError(path, f"Too long: must have at most {limit} bytes")
 
 
 def check(path: str, value: str, problems: Callable[[str], list[str]]) -> Iterator[FieldError]:

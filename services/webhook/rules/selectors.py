@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from flotilla.api.codec import FieldError
+from flotilla.api.limits import MAX_SELECTORS
 from flotilla.api.v1.meta_pb2 import LabelSelector
 from flotilla.api.v1.policy_pb2 import ResourceSelector
 from services.webhook.rules import names
-from services.webhook.rules.fields import check, child, index, invalid, key, required, unsupported
+from services.webhook.rules.fields import check, child, index, invalid, key, required, too_many, unsupported
 
 SERVICE_IMPORT_API_VERSION = "multicluster.x-k8s.io/v1alpha1"
 SERVICE_IMPORT_KIND = "ServiceImport"
@@ -39,6 +40,10 @@ def validate_resource_selectors(
     """
     if not selectors:
         yield FieldError(path, "required: a policy must select at least one resource")
+    if len(selectors) > MAX_SELECTORS:
+        # One line, not one per selector: the list is refused as a whole.
+        yield too_many(path, len(selectors), MAX_SELECTORS)
+        return
     for i, selector in enumerate(selectors):
         selector_path = index(path, i)
         if not selector.api_version:
