@@ -155,15 +155,17 @@ class MemberClient:
         where = f" in {namespace}" if namespace and resource.namespaced else ""
         return await self._list_path(path, api_version, kind, f"list {kind}{where}", label_selector)
 
-    async def list_versioned(self, api_version: str, kind: str) -> tuple[builtins.list[dict[str, Any]], str]:
-        """Every object of a kind (all namespaces), and the list's resourceVersion to watch from."""
+    async def list_versioned(self, api_version: str, kind: str,
+                             timeout: float | None = None) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every object of a kind (all namespaces), and the list's resourceVersion to watch from.
+        `timeout` (default: the client's) bounds it: a list of thousands takes longer than a probe."""
         resource = await self._resource(api_version, kind)
-        listed = await self._request("GET", _collection_path(resource, None), f"list {kind}")
+        listed = await self._request("GET", _collection_path(resource, None), f"list {kind}", timeout=timeout)
         items = _typed_items(listed, api_version, kind)
         return items, str((listed.get("metadata") or {}).get("resourceVersion", ""))
 
-    async def watch(self, api_version: str, kind: str, resource_version: str,
-                    timeout_seconds: int = 300) -> AsyncIterator[WatchEvent]:
+    async def watch(self, api_version: str, kind: str, resource_version: str, timeout_seconds: int = 300,
+                    connect_timeout: float | None = None) -> AsyncIterator[WatchEvent]:
         """The changes to a kind (all namespaces) after `resource_version`, with bookmarks,
         until the server ends the stream (after `timeout_seconds`). An ERROR event is raised
         as MemberError: status 410 means the version is too old and the caller must relist."""
@@ -171,10 +173,11 @@ class MemberClient:
         operation = f"watch {kind}"
         query = [("watch", "1"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_seconds))]
-        # The stream is quiet for as long as nothing changes: only connecting is bounded by
-        # `timeout`, the whole stream by the server's timeout plus that.
-        limit = aiohttp.ClientTimeout(total=timeout_seconds + self.timeout, connect=self.timeout,
-                                      sock_connect=self.timeout)
+        # The stream is quiet for as long as nothing changes: only connecting is bounded (by
+        # `connect_timeout`, default the client's timeout), the whole stream by the server's
+        # timeout plus that.
+        connect = connect_timeout or self.timeout
+        limit = aiohttp.ClientTimeout(total=timeout_seconds + connect, connect=connect, sock_connect=connect)
         try:
             response = await self._client().call_api(
                 _collection_path(resource, None), "GET", query_params=query,
@@ -270,7 +273,7 @@ class MemberClient:
 
     async def _request(self, method: str, path: str, operation: str, *,
                        query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
-                       content_type: str | None = None) -> dict[str, Any]:
+                       content_type: str | None = None, timeout: float | None = None) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -278,12 +281,12 @@ class MemberClient:
             data, _, _ = await self._client().call_api(
                 path, method, query_params=query, header_params=headers, body=body,
                 response_types_map=_JSON, auth_settings=[_AUTH], _return_http_data_only=False,
-                _request_timeout=self.timeout,
+                _request_timeout=timeout or self.timeout,
             )
         except ApiException as e:
             raise self._api_error(operation, e) from e
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise self._transport_error(operation, e) from e
+            raise self._transport_error(operation, e, timeout) from e
         if not isinstance(data, dict):
             raise MemberError(self.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
         return data
@@ -312,9 +315,9 @@ class MemberClient:
                 message = str(e.body).strip()[:200]
         return MemberError(self.server, operation, f"HTTP {e.status}: {message}", status=int(e.status), reason=reason)
 
-    def _transport_error(self, operation: str, e: BaseException) -> MemberError:
+    def _transport_error(self, operation: str, e: BaseException, timeout: float | None = None) -> MemberError:
         if isinstance(e, TimeoutError):
-            return MemberError(self.server, operation, f"timed out after {self.timeout:g}s")
+            return MemberError(self.server, operation, f"timed out after {timeout or self.timeout:g}s")
         return MemberError(self.server, operation, f"unreachable: {e or type(e).__name__}")
 
     def _client(self) -> ApiClient:

@@ -34,6 +34,9 @@ ObjectKey = tuple[str, str]  # namespace, name
 OnChange = Callable[[str, str, str, Iterable[ObjectKey]], None]
 
 WATCH_TIMEOUT = 300  # seconds a watch request stays open before it is renewed
+# A list of thousands of objects from a busy member takes far longer than a health probe (the
+# client's own timeout): giving up at the probe timeout and listing again only adds load.
+LIST_TIMEOUT = 60.0
 
 
 @dataclass
@@ -104,13 +107,13 @@ class ClusterWatch:
             try:
                 client = await owner.connect(self.cluster)
                 if not version or clock.monotonic() >= resync_at:
-                    items, version = await client.list_versioned(api_version, kind_name)
+                    items, version = await client.list_versioned(api_version, kind_name, LIST_TIMEOUT)
                     changed = cache.replace(items)
                     resync_at = clock.monotonic() + owner.resync
                     owner.on_change(self.name, api_version, kind_name, changed)
                     owner.on_synced(self.name, kind)
                 timeout = max(1, min(WATCH_TIMEOUT, int(resync_at - clock.monotonic()) + 1))
-                async for event in client.watch(api_version, kind_name, version, timeout):
+                async for event in client.watch(api_version, kind_name, version, timeout, LIST_TIMEOUT):
                     version = event.resource_version or version
                     delay = initial
                     if event.type != "BOOKMARK":
