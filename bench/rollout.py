@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -79,18 +81,21 @@ def peak_rss_mb(pid: int) -> float:
 
 # -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
 
-def probe_targets(kubeconfigs: Path) -> list[tuple[str, str]]:
-    """(server, token) of every simulated cluster."""
+def probe_targets(kubeconfigs: Path) -> list[tuple[str, str, ssl.SSLContext | None]]:
+    """(server, token, TLS context trusting its CA) of every simulated cluster."""
     import yaml
 
     targets = []
     for path in sorted(kubeconfigs.glob("*.yaml")):
         config = yaml.safe_load(path.read_text())
-        targets.append((config["clusters"][0]["cluster"]["server"], config["users"][0]["user"]["token"]))
+        cluster = config["clusters"][0]["cluster"]
+        ca = cluster.get("certificate-authority-data")
+        tls = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+        targets.append((cluster["server"], config["users"][0]["user"]["token"], tls))
     return targets
 
 
-async def probe(targets: list[tuple[str, str]], interval: float) -> None:
+async def probe(targets: list[tuple[str, str, ssl.SSLContext | None]], interval: float) -> None:
     import aiohttp
 
     latencies: list[float] = []
@@ -101,11 +106,12 @@ async def probe(targets: list[tuple[str, str]], interval: float) -> None:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
         i = 0
         while not stop.is_set():
-            server, token = targets[i % len(targets)]
+            server, token, tls = targets[i % len(targets)]
             i += 1
             started = time.perf_counter()
             try:
-                async with session.get(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"}) as r:
+                async with session.get(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"},
+                                       ssl=tls if tls is not None else True) as r:
                     await r.read()
                     if r.status != 200:
                         failures += 1
