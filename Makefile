@@ -35,6 +35,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/schedule.py
 	$(BIN)/python bench/hostile.py
+	$(BIN)/python bench/watch_latency.py
+	$(BIN)/python bench/rollout.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

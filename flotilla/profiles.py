@@ -29,6 +29,6 @@ PROFILES: dict[str, dict[str, str]] = {
         "FLOTILLA_POD_READY_DELAY": "1s",
         "FLOTILLA_UNSCHEDULABLE_RETRY_PERIOD": "3s",
         "FLOTILLA_CAPACITY_RESERVATION_TTL": "5s",
-        "FLOTILLA_WORK_STATUS_SYNC_PERIOD": "1s",
+        "FLOTILLA_WORK_STATUS_RESYNC_PERIOD": "60s",
     },
 }

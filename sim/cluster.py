@@ -41,6 +41,7 @@ class SimCluster:
     def set_fault(self, fault: Fault | str, latency: float | None = None) -> None:
         """"down" | "unhealthy" | "unreachable" | "slow" (with `latency` seconds) | "recover"."""
         self.faults.set(fault, latency)
+        self.state.store.history.wake()  # open watches see the fault at once
 
     def set_app_fault(self, namespace: str, name: str, healthy: bool, kind: str | None = None) -> None:
         """Make the named workload's pods stop being Ready (healthy=False) or recover."""

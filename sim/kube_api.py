@@ -3,8 +3,9 @@
 Health (/readyz, /healthz, /livez), /version, discovery, OpenAPI v3 (sim/openapi.py), and
 create/get/list/replace/patch/delete (plus status and scale subresources) of every type the
 cluster's catalog holds, with Tables for `kubectl get` (sim/tables.py) and field validation
-(sim/schemas.py). Every path needs the cluster's bearer token. Watches, pagination
-(`limit`/`continue`) and dry runs are not supported: a list always returns everything.
+(sim/schemas.py), and watches of every list path (sim/watch.py). Every path needs the
+cluster's bearer token. Pagination (`limit`/`continue`) and dry runs are not supported: a list
+always returns everything.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from sim import errors, openapi, schemas, tables
+from sim import errors, openapi, schemas, tables, watch
 from sim.catalog import CRD, ResourceType, api_group, api_group_list, api_resource_list, api_versions
 from sim.cluster import SimCluster
 from sim.faults import Fault
@@ -96,6 +97,8 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
             raise errors.path_not_found()
         return json_response(listed)
     target = _target(cluster, group, version, rest)
+    if watch.requested(request) and target.name is None:
+        return await watch.serve(request, cluster, target.type, target.namespace, _crd(cluster, target.type))
     if method in ("GET", "HEAD"):
         return _get(request, cluster, target)
     if request.query.get("dryRun"):  # refused rather than ignored: a dry run must not write

@@ -20,6 +20,7 @@ from typing import Any
 from flotilla.runtime.clock import Clock
 from sim import errors
 from sim.catalog import NAMESPACE, ResourceType
+from sim.history import History
 from sim.patching import apply_onto, merge_patch, spec_part
 from sim.timefmt import rfc3339
 
@@ -31,6 +32,7 @@ class ObjectStore:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.revision = 0
+        self.history = History()
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
 
     # -- reading -------------------------------------------------------------------------------
@@ -145,18 +147,24 @@ class ObjectStore:
         obj["apiVersion"], obj["kind"] = t.api_version, t.kind
         _default(t, obj)
         self._objects.setdefault(t.key, {})[(namespace, metadata["name"])] = obj
-        self.touch(obj)
+        self.touch(obj, "ADDED")
         return obj
 
     def remove(self, t: ResourceType, namespace: str, name: str) -> Obj | None:
-        return self._objects.get(t.key, {}).pop((namespace if t.namespaced else "", name), None)
+        obj = self._objects.get(t.key, {}).pop((namespace if t.namespaced else "", name), None)
+        if obj is not None:
+            self.touch(obj, "DELETED")
+        return obj
 
     def remove_resource(self, group: str, plural: str) -> None:
-        self._objects.pop((group, plural), None)
+        for obj in self._objects.pop((group, plural), {}).values():
+            self.touch(obj, "DELETED")
 
-    def touch(self, obj: Obj) -> None:
+    def touch(self, obj: Obj, change: str = "MODIFIED") -> None:
+        # A deletion gets a version of its own too, as in etcd: watchers resume past it.
         self.revision += 1
         obj["metadata"]["resourceVersion"] = str(self.revision)
+        self.history.record(change, obj, self.revision)
 
     def set_status(self, obj: Obj, status: dict[str, Any]) -> bool:
         """Controller status write; bumps resourceVersion only when something changed."""
@@ -175,7 +183,9 @@ class ObjectStore:
         removed = []
         for key, bucket in self._objects.items():
             for obj_key in [k for k in bucket if k[0] == namespace]:
-                removed.append((key, bucket.pop(obj_key)))
+                obj = bucket.pop(obj_key)
+                self.touch(obj, "DELETED")
+                removed.append((key, obj))
         return removed
 
     # -- helpers ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from flotilla.runtime.clock import Clock
-from sim import kube_api
+from sim import kube_api, watch
 from sim.admin_api import admin_routes
 from sim.cluster import DEFAULT_VERSION, SimCluster
 from sim.errors import UNAUTHORIZED
@@ -148,6 +148,7 @@ class SimServer:
             return _drop(request)
         if not kube_api.authorized(request, cluster):
             return kube_api.error_response(UNAUTHORIZED)
+        request[watch.STOPPING] = self._stopping  # open watches end when the server does
         return await kube_api.handle(request, cluster, request.path)
 
 

@@ -13,6 +13,7 @@ import builtins
 import json
 import os
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -25,7 +26,7 @@ import flotilla
 from flotilla.member.credentials import Credentials
 from flotilla.member.discovery import ApiResource, api_enablements, group_versions, resources_of
 
-__all__ = ["Health", "MemberClient", "MemberError"]
+__all__ = ["Health", "MemberClient", "MemberError", "WatchEvent"]
 
 _AUTH = "BearerToken"
 _JSON = {200: "object", 201: "object", 202: "object"}
@@ -45,6 +46,19 @@ class MemberError(Exception):
         self.operation = operation
         self.status = status
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One event of a watch: ADDED, MODIFIED, DELETED or BOOKMARK (whose object carries only
+    the resourceVersion the watch is up to)."""
+
+    type: str
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        return str((self.object.get("metadata") or {}).get("resourceVersion", ""))
 
 
 @dataclass(frozen=True)
@@ -141,6 +155,66 @@ class MemberClient:
         where = f" in {namespace}" if namespace and resource.namespaced else ""
         return await self._list_path(path, api_version, kind, f"list {kind}{where}", label_selector)
 
+    async def list_versioned(self, api_version: str, kind: str,
+                             timeout: float | None = None) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every object of a kind (all namespaces), and the list's resourceVersion to watch from.
+        `timeout` (default: the client's) bounds it: a list of thousands takes longer than a probe."""
+        resource = await self._resource(api_version, kind)
+        listed = await self._request("GET", _collection_path(resource, None), f"list {kind}", timeout=timeout)
+        items = _typed_items(listed, api_version, kind)
+        return items, str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def watch(self, api_version: str, kind: str, resource_version: str, timeout_seconds: int = 300,
+                    connect_timeout: float | None = None) -> AsyncIterator[WatchEvent]:
+        """The changes to a kind (all namespaces) after `resource_version`, with bookmarks,
+        until the server ends the stream (after `timeout_seconds`). An ERROR event is raised
+        as MemberError: status 410 means the version is too old and the caller must relist."""
+        resource = await self._resource(api_version, kind)
+        operation = f"watch {kind}"
+        query = [("watch", "1"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(timeout_seconds))]
+        # The stream is quiet for as long as nothing changes: only connecting is bounded (by
+        # `connect_timeout`, default the client's timeout), the whole stream by the server's
+        # timeout plus that.
+        connect = connect_timeout or self.timeout
+        limit = aiohttp.ClientTimeout(total=timeout_seconds + connect, connect=connect, sock_connect=connect)
+        try:
+            response = await self._client().call_api(
+                _collection_path(resource, None), "GET", query_params=query,
+                header_params={"Accept": "application/json"}, auth_settings=[_AUTH],
+                _preload_content=False, _request_timeout=limit,
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise self._transport_error(operation, e) from e
+        try:
+            if not 200 <= response.status <= 299:
+                body = await response.text()
+                raise self._api_error(operation, _status_error(response.status, response.reason or "", body))
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield self._watch_event(operation, line, api_version, kind)
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise self._transport_error(operation, e) from e
+        finally:
+            response.release()
+
+    def _watch_event(self, operation: str, line: bytes, api_version: str, kind: str) -> WatchEvent:
+        try:
+            event = json.loads(line)
+            type_, obj = event["type"], event["object"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise MemberError(self.server, operation, f"undecodable watch event: {line[:200]!r}") from e
+        if type_ == "ERROR":
+            raise self._api_error(operation, _status_error(int(obj.get("code") or 500), obj.get("reason") or "",
+                                                           json.dumps(obj)))
+        obj.setdefault("apiVersion", api_version)
+        obj.setdefault("kind", kind)
+        return WatchEvent(type_, obj)
+
     async def delete(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
         """Delete with background propagation (dependents go after the owner); False if absent."""
         resource = await self._resource(api_version, kind)
@@ -195,17 +269,11 @@ class MemberClient:
     async def _list_path(self, path: str, api_version: str, kind: str, operation: str,
                          label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
         query = [("labelSelector", label_selector)] if label_selector else None
-        listed = await self._request("GET", path, operation, query=query)
-        items = listed.get("items") or []
-        # Lists of built-in kinds leave apiVersion/kind off their items; client-go fills them in.
-        for item in items:
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-        return items
+        return _typed_items(await self._request("GET", path, operation, query=query), api_version, kind)
 
     async def _request(self, method: str, path: str, operation: str, *,
                        query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
-                       content_type: str | None = None) -> dict[str, Any]:
+                       content_type: str | None = None, timeout: float | None = None) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -213,12 +281,12 @@ class MemberClient:
             data, _, _ = await self._client().call_api(
                 path, method, query_params=query, header_params=headers, body=body,
                 response_types_map=_JSON, auth_settings=[_AUTH], _return_http_data_only=False,
-                _request_timeout=self.timeout,
+                _request_timeout=timeout or self.timeout,
             )
         except ApiException as e:
             raise self._api_error(operation, e) from e
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise self._transport_error(operation, e) from e
+            raise self._transport_error(operation, e, timeout) from e
         if not isinstance(data, dict):
             raise MemberError(self.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
         return data
@@ -247,9 +315,9 @@ class MemberClient:
                 message = str(e.body).strip()[:200]
         return MemberError(self.server, operation, f"HTTP {e.status}: {message}", status=int(e.status), reason=reason)
 
-    def _transport_error(self, operation: str, e: BaseException) -> MemberError:
+    def _transport_error(self, operation: str, e: BaseException, timeout: float | None = None) -> MemberError:
         if isinstance(e, TimeoutError):
-            return MemberError(self.server, operation, f"timed out after {self.timeout:g}s")
+            return MemberError(self.server, operation, f"timed out after {timeout or self.timeout:g}s")
         return MemberError(self.server, operation, f"unreachable: {e or type(e).__name__}")
 
     def _client(self) -> ApiClient:
@@ -286,6 +354,21 @@ def _identified(api: ApiClient) -> ApiClient:
     # Shows up in the member's audit log instead of the generator's default user agent.
     api.user_agent = f"flotilla/{flotilla.__version__}"
     return api
+
+
+def _typed_items(listed: dict[str, Any], api_version: str, kind: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = listed.get("items") or []
+    # Lists of built-in kinds leave apiVersion/kind off their items; client-go fills them in.
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", kind)
+    return items
+
+
+def _status_error(status: int, reason: str, body: str) -> ApiException:
+    error = ApiException(status=status, reason=reason)
+    error.body = body.encode()  # as call_api leaves it
+    return error
 
 
 def _collection_path(resource: ApiResource, namespace: str | None) -> str:

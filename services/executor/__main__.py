@@ -37,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_status_flags(parser)
     parser.add_argument("--cluster-lease-duration", type=duration, default=duration("40s"))
     parser.add_argument("--cluster-lease-renew-interval-fraction", type=float, default=0.25)
-    parser.add_argument("--work-status-sync-period", type=duration, default=duration("2s"),
-                        help="how often member status is collected back into Works (one list per kind per cluster)")
+    parser.add_argument("--work-status-resync-period", type=duration, default=duration("5m"),
+                        help="member status arrives by watch; this often each watch also relists its kind "
+                             "(a safety net against a missed event)")
     parser.add_argument("--concurrent-work-syncs", type=int, default=16)
     parser.add_argument("--feature-gates", type=feature_gates, default={},
                         help="StatefulFailoverInjection=false,PropagateDeps=true,PropagationPolicyPreemption=false")
@@ -55,7 +56,7 @@ async def lead_controller(ctx: ServiceContext) -> None:
     clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
     ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
-        status_period=args.work_status_sync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
         manager=manager,
     )
     # The detector, the binding controllers and status aggregation.
@@ -88,7 +89,7 @@ async def lead_agent(ctx: ServiceContext) -> None:
     manager = ctx.manager()
     ExecutionManager(
         ctx.store, ctx.clock, connect, lambda c: c.metadata.name == args.cluster, only_cluster=args.cluster,
-        status_period=args.work_status_sync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
         manager=manager,
     )
     manager.add_runnable("pull-agent", agent.run)

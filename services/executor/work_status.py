@@ -1,35 +1,51 @@
 """Member status back into Works (docs/karmada-rules.md §11, work-status controller).
 
-Per cluster and per period: one list per kind the cluster's Works carry (not one
-GET per object), then each Work's manifestStatuses (the member object's status
-and its interpreted health) written with one compare-and-swap when they changed.
-An object missing from the member marks its Work not applied, so the execution
-controller applies it again.
+A reconciler keyed by Work: it reads the member objects the Work carries from the cluster's
+watch caches (`services.executor.member_watch`) and writes the Work's manifestStatuses (the
+member object's status and its interpreted health) with one compare-and-swap, only when they
+changed. A member object changing enqueues the Works that carry it, so its status reaches the
+Work within one reconcile. An object missing from the member marks its Work not applied, so the
+execution controller applies it again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Any
 
 from flotilla.api import codec, registry
-from flotilla.api.conditions import FALSE, get_condition, is_true, set_condition
-from flotilla.api.keys import execution_namespace
+from flotilla.api.conditions import FALSE, get_condition, set_condition
+from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, split_key
 from flotilla.api.registry import split_api_version
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.interpreter.health import UNKNOWN, HealthInterpreter
-from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.executor.execution import APPLIED, Connect, manifests
+from services.executor.execution import APPLIED, manifests
+from services.executor.member_watch import MemberWatches
 
 log = logging.getLogger(__name__)
 
 ObjectIndex = dict[tuple[str, str, str, str], dict[str, Any]]  # (apiVersion, kind, namespace, name)
+
+# Works by the member objects they carry: "<cluster>/<apiVersion>/<kind>/<namespace>/<name>".
+MEMBER_OBJECT_INDEX = "member-object"
+
+
+def member_object(cluster: str, api_version: str, kind: str, namespace: str, name: str) -> str:
+    return f"{cluster}/{api_version}/{kind}/{namespace}/{name}"
+
+
+def member_objects_of(work: work_pb2.Work) -> list[str]:
+    """The index values of a Work: one per manifest."""
+    cluster = cluster_of_execution_namespace(work.metadata.namespace)
+    if cluster is None:
+        return []
+    return [member_object(cluster, m["apiVersion"], m["kind"], (m.get("metadata") or {}).get("namespace", ""),
+                          (m.get("metadata") or {}).get("name", "")) for m in manifests(work)]
 
 
 def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
@@ -58,47 +74,55 @@ def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
     return statuses, missing, errors
 
 
-class WorkStatusCollector:
+class WorkStatusReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
-                 clusters: Informer[cluster_pb2.Cluster], connect: Connect,
-                 serves: Callable[[cluster_pb2.Cluster], bool], interpreter: HealthInterpreter,
+                 clusters: Informer[cluster_pb2.Cluster], watches: MemberWatches, interpreter: HealthInterpreter,
                  events: EventRecorder | None = None) -> None:
         self.store = store
         self.clock = clock
         self.works = works
         self.clusters = clusters
-        self.connect = connect
-        self.serves = serves
+        self.watches = watches
         self.interpreter = interpreter
         self.events = events
 
-    async def collect(self, cluster: cluster_pb2.Cluster) -> None:
-        if not self.serves(cluster) or not is_true(cluster.status.conditions, "Ready"):
-            return
-        works = [w for w in self.works.by_index("namespace", execution_namespace(cluster.metadata.name))
-                 if not w.metadata.HasField("deletion_timestamp")]
-        if not works:
-            return
-        client = await self.connect(cluster)
-        kinds = {(m["apiVersion"], m["kind"]) for w in works for m in manifests(w)}
-        members: ObjectIndex = {}
-        try:
-            for api_version, kind in sorted(kinds):
-                for obj in await client.list(api_version, kind):
-                    meta = obj.get("metadata") or {}
-                    members[(api_version, kind, meta.get("namespace", ""), meta.get("name", ""))] = obj
-        except MemberError as e:
-            log.info("event=status-collection-failed cluster=%s error=%s", cluster.metadata.name, e)
-            return
-        for work in works:
-            await self._record(work, members)
+    def works_of(self, cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> list[str]:
+        """The keys of the Works carrying these member objects."""
+        return [f"{w.metadata.namespace}/{w.metadata.name}" for namespace, name in objects
+                for w in self.works.by_index(MEMBER_OBJECT_INDEX, member_object(cluster, api_version, kind, namespace,
+                                                                                name))]
 
-    async def _record(self, work: work_pb2.Work, members: ObjectIndex) -> None:
+    def works_of_cluster(self, cluster: str) -> list[str]:
+        return [f"{w.metadata.namespace}/{w.metadata.name}"
+                for w in self.works.by_index("namespace", execution_namespace(cluster))]
+
+    async def reconcile(self, key: str) -> None:
+        work = self.works.get(key)
+        if work is None or work.metadata.HasField("deletion_timestamp"):
+            return
+        cluster_name = cluster_of_execution_namespace(split_key(key)[0])
+        cluster = self.clusters.get(cluster_name) if cluster_name else None
+        if cluster is None:
+            return
         applied = get_condition(work.status.conditions, APPLIED)
         if applied is None or applied.status != "True":
             return
+        members: ObjectIndex = {}
+        for manifest in manifests(work):
+            api_version, kind = manifest["apiVersion"], manifest["kind"]
+            cache = self.watches.cache(cluster, (api_version, kind))
+            if cache is None or not cache.synced:
+                return  # not watched (not Ready), or not listed yet: the list enqueues this Work
+            meta = manifest.get("metadata") or {}
+            namespace, name = meta.get("namespace", ""), meta.get("name", "")
+            observed = cache.objects.get((namespace, name))
+            if observed is not None:
+                members[(api_version, kind, namespace, name)] = observed
+        await self._record(work, applied.observed_generation, members)
+
+    async def _record(self, work: work_pb2.Work, applied_generation: int, members: ObjectIndex) -> None:
         statuses, missing, errors = manifest_statuses(work, members, self.interpreter)
-        if applied.observed_generation != work.metadata.generation:
+        if applied_generation != work.metadata.generation:
             # The member has not been given this version of the Work yet: what it reports
             # describes the previous one, and must not read as the new one being healthy.
             for status in statuses:
@@ -107,7 +131,7 @@ class WorkStatusCollector:
 
         def change(obj: work_pb2.Work) -> bool:
             if obj.metadata.generation != work.metadata.generation:
-                return False  # changed since the member was read; the next round collects it
+                return False  # changed since it was read; its event enqueues it again
             before = obj.status.SerializeToString(deterministic=True)
             del obj.status.manifest_statuses[:]
             obj.status.manifest_statuses.extend(statuses)
@@ -117,6 +141,11 @@ class WorkStatusCollector:
                               obj.metadata.generation)
             return obj.status.SerializeToString(deterministic=True) != before
 
+        written: work_pb2.Work = work_pb2.Work()
+        written.CopyFrom(work)
+        # Most reconciles (the Work's own status event among them) change nothing: no write then.
+        if not change(written):
+            return
         try:
             written = await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change,
                                               status=True)
@@ -124,12 +153,3 @@ class WorkStatusCollector:
             return
         if errors and self.events is not None:
             await self.events.warning(written, "InterpretHealthFailed", errors[0])
-
-    async def run(self, period: float) -> None:
-        while True:
-            clusters = [c for c in self.clusters.list() if self.serves(c)]
-            results = await asyncio.gather(*(self.collect(c) for c in clusters), return_exceptions=True)
-            for cluster, result in zip(clusters, results, strict=True):
-                if isinstance(result, Exception):
-                    log.warning("event=status-collection-error cluster=%s error=%s", cluster.metadata.name, result)
-            await self.clock.sleep(period)

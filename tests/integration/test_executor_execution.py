@@ -64,11 +64,19 @@ async def create_work(store: Store, cluster: str, manifest: dict) -> work_pb2.Wo
     return await store.create(work)
 
 
+async def joined_work(store: Store, server: SimServer, cluster: str, replicas: int) -> str:
+    """Join `cluster` and give it a Work of the nginx Deployment; the Work's key."""
+    await join(store, server, cluster)
+    work = await create_work(store, cluster, deployment(replicas))
+    return f"{work.metadata.namespace}/{work.metadata.name}"
+
+
 @contextlib.asynccontextmanager
-async def executing(store: Store) -> AsyncIterator[ExecutionManager]:
+async def executing(store: Store, backoff: tuple[float, float] | None = None) -> AsyncIterator[ExecutionManager]:
     clients = MemberClients(store, timeout=1.0)
-    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull",
-                               status_period=0.1)
+    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull")
+    if backoff is not None:
+        manager.watches.backoff = backoff  # member watches reconnect quickly after a fault
     task = asyncio.create_task(manager.run())
     try:
         yield manager
@@ -91,9 +99,7 @@ async def test_work_applied_collected_and_deleted_only_when_reachable(
 ) -> None:
     server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
     member = member_client(server)
-    await join(store, server, "member1")
-    work = await create_work(store, "member1", deployment(2))
-    key = f"{work.metadata.namespace}/{work.metadata.name}"
+    key = await joined_work(store, server, "member1", 2)
     async with executing(store) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 2))
@@ -114,7 +120,7 @@ async def test_work_applied_collected_and_deleted_only_when_reachable(
         # The cluster becomes unreachable; the Work is deleted and must wait for it.
         server.cluster("member1").set_fault("down")
         await set_ready(store, "member1", "False")
-        await store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
+        await store.delete(registry.WORK, *key.split("/"))
         await watch.until(lambda: manager.works.get(key).metadata.HasField("deletion_timestamp"))
         await asyncio.sleep(0.3)  # several retries' worth: the Work must still be held
         assert EXECUTION_FINALIZER in manager.works.get(key).metadata.finalizers

@@ -23,7 +23,7 @@ APPS = 200
 async def run_executor(store: Store) -> asyncio.Task[None]:
     clients = MemberClients(store, timeout=2.0)
     execution = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull",
-                                 status_period=0.5, workers=16)
+                                 workers=16)
     binding_side = ExecutorControllers(store, RealClock(), ExecutorConfig(workers=8))
 
     async def both() -> None:

@@ -142,7 +142,6 @@ async def test_kubectl_drives_a_simulated_member(kubectl: Kubectl) -> None:
     assert gone.code == 0 and "No resources found in default namespace." in gone.err
 
 
-@pytest.mark.skip(reason="needs watch (other branch)")
 async def test_kubectl_get_watch_sees_a_change(kubectl: Kubectl) -> None:
     await ok(kubectl, "apply", "-f", "-", stdin=DEPLOYMENT)
     await ok(kubectl, "wait", "--for=condition=Available", "deployment/web", "--timeout=15s")

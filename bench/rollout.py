@@ -1,0 +1,262 @@
+"""Rollout benchmark: `flotilla up` plus a simulator whose members are joined in Push mode (each
+with 3 nodes of `--node-pods` pod slots, so every replica fits), then N Deployments each
+propagated to every member (Duplicated, one replica), from the first apply to every binding
+reporting every member Healthy; prints one JSON object.
+
+- wall_s: from the first apply to the last placement Healthy (or `--timeout`, with the
+  Healthy/Unhealthy/Unknown counts where it stood).
+- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS.
+- readyz_ms: p50/p99/max of the simulator's `/readyz`, asked by a separate prober process one
+  cluster after another (every `--probe-interval`) for the whole rollout.
+
+    python bench/rollout.py --clusters 10 --deployments 1000
+    python bench/rollout.py --clusters 100 --deployments 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from flotilla.api import registry  # noqa: E402
+from flotilla.api.v1 import webhook_pb2  # noqa: E402
+from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
+from flotilla.local import RunState  # noqa: E402
+from flotilla.store import Informer, Store  # noqa: E402
+from flotilla.store.embedded import free_port  # noqa: E402
+
+BIN = Path(sys.executable).parent
+NAMESPACE = "bench"
+
+
+def deployment(i: int) -> dict[str, Any]:
+    name = f"app-{i:05d}"
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"bench": "rollout"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}
+
+
+def policy(clusters: int) -> dict[str, Any]:
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "rollout", "namespace": NAMESPACE},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "labelSelector": {"matchLabels": {"bench": "rollout"}}}],
+                     "placement": {"clusterAffinity": {"clusterNames": [f"member{i}" for i in range(1, clusters + 1)]},
+                                   "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
+
+def probe_targets(kubeconfigs: Path) -> list[tuple[str, str, ssl.SSLContext | None]]:
+    """(server, token, TLS context trusting its CA) of every simulated cluster."""
+    import yaml
+
+    targets = []
+    for path in sorted(kubeconfigs.glob("*.yaml")):
+        config = yaml.safe_load(path.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        ca = cluster.get("certificate-authority-data")
+        tls = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+        targets.append((cluster["server"], config["users"][0]["user"]["token"], tls))
+    return targets
+
+
+async def probe(targets: list[tuple[str, str, ssl.SSLContext | None]], interval: float) -> None:
+    import aiohttp
+
+    latencies: list[float] = []
+    failures = 0
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        i = 0
+        while not stop.is_set():
+            server, token, tls = targets[i % len(targets)]
+            i += 1
+            started = time.perf_counter()
+            try:
+                async with session.get(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"},
+                                       ssl=tls if tls is not None else True) as r:
+                    await r.read()
+                    if r.status != 200:
+                        failures += 1
+                latencies.append((time.perf_counter() - started) * 1000)
+            except (aiohttp.ClientError, TimeoutError):
+                failures += 1
+            try:
+                await asyncio.wait_for(stop.wait(), interval)
+            except TimeoutError:
+                pass
+    print(json.dumps({"probes": len(latencies), "failures": failures, "p50": round(percentile(latencies, 50), 2),
+                      "p99": round(percentile(latencies, 99), 2),
+                      "max": round(max(latencies, default=float("nan")), 2)}))
+
+
+# -- the rollout ----------------------------------------------------------------------------
+
+def placements(bindings: Informer[Any], clusters: int) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for rb in bindings.list():
+        seen = {item.cluster_name: item.health or "Unknown" for item in rb.status.aggregated_status}
+        for i in range(1, clusters + 1):
+            counts[seen.get(f"member{i}", "Unknown")] += 1
+    return counts
+
+
+async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float,
+                  pids: dict[str, int]) -> dict[str, Any]:
+    store = await Store.connect(endpoint)
+    bindings: Informer[Any] = Informer(store, registry.RESOURCE_BINDING, namespace=NAMESPACE)
+    watching = asyncio.create_task(bindings.run())
+    await bindings.wait_synced()
+    webhook = WebhookClient(store)
+    semaphore = asyncio.Semaphore(16)
+
+    async def apply(doc: dict[str, Any]) -> None:
+        async with semaphore:
+            response = await webhook.call(lambda s: s.Apply,
+                                          webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
+            if not response.allowed:
+                raise RuntimeError(f"apply refused: {response}")
+
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    started = time.perf_counter()
+    await apply(policy(clusters))
+    await asyncio.gather(*(apply(deployment(i)) for i in range(deployments)))
+    applied_s = time.perf_counter() - started
+    total = clusters * deployments
+    deadline = started + timeout
+    counts: Counter[str] = Counter()
+    while time.perf_counter() < deadline:
+        counts = placements(bindings, clusters)
+        if counts["Healthy"] == total:
+            break
+        await asyncio.sleep(0.2)
+    wall = time.perf_counter() - started
+    watching.cancel()
+    await store.close()
+    return {
+        "placements": total, "healthy": counts["Healthy"], "unhealthy": counts["Unhealthy"],
+        "unknown": total - counts["Healthy"] - counts["Unhealthy"],
+        "all_healthy": counts["Healthy"] == total, "apply_s": round(applied_s, 2), "wall_s": round(wall, 2),
+        **{f"{name}_cpu_s": round(cpu_seconds(pid) - cpu_before[name], 2) for name, pid in pids.items()},
+        **{f"{name}_peak_rss_mb": round(peak_rss_mb(pid), 1) for name, pid in pids.items()},
+    }
+
+
+def start_sim(args: argparse.Namespace, data_dir: Path, endpoint: str) -> subprocess.Popen[bytes]:
+    """The simulator, with pod slots for every placement (`flotilla up`'s has 3 x 110)."""
+    with open(data_dir / "logs" / "bench-sim.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sim", "--port", str(free_port()), "--clusters", str(args.clusters),
+             "--data-dir", str(data_dir / "sim"), "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s",
+             "--node-pods", str(args.node_pods)],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+async def join_all(endpoint: str, kubeconfigs: Path, names: list[str]) -> None:
+    from flotilla.cli.join import join_args, join_cluster
+    from flotilla.local import wait_clusters_ready
+
+    for _ in range(300):
+        if all((kubeconfigs / f"{name}.yaml").exists() for name in names):
+            break
+        await asyncio.sleep(0.1)
+    store = await Store.connect(endpoint)
+    try:
+        for name in names:
+            await join_cluster(store, join_args(name, str(kubeconfigs / f"{name}.yaml")), rejoin=True)
+    finally:
+        await store.close()
+    await wait_clusters_ready(endpoint, names, 300)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="flotilla-rollout-") as tmp:
+        data_dir = Path(tmp) / "plane"
+        port = free_port()
+        up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
+                             str(port), "--profile", args.profile],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+        if up.returncode != 0:
+            raise SystemExit(f"flotilla up failed: {up.stderr.strip()}")
+        sim: subprocess.Popen[bytes] | None = None
+        prober: subprocess.Popen[str] | None = None
+        try:
+            state = RunState.load(data_dir)
+            assert state is not None
+            sim = start_sim(args, data_dir, state.etcd_endpoints)
+            kubeconfigs = data_dir / "sim" / "kubeconfigs"
+            asyncio.run(join_all(state.etcd_endpoints, kubeconfigs,
+                                 [f"member{i}" for i in range(1, args.clusters + 1)]))
+            pids = {"executor": state.services["executor"], "sim": sim.pid}
+            prober = subprocess.Popen(
+                [sys.executable, __file__, "--probe", str(kubeconfigs), "--probe-interval", str(args.probe_interval)],
+                cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
+            prober.send_signal(signal.SIGTERM)
+            out, _ = prober.communicate(timeout=30)
+            result["readyz_ms"] = json.loads(out)
+            return {"clusters": args.clusters, "deployments": args.deployments, **result}
+        finally:
+            for process in (prober, sim):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
+            subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
+                           timeout=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clusters", type=int, default=10)
+    parser.add_argument("--deployments", type=int, default=1000)
+    parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
+    parser.add_argument("--profile", default="demo", help="the `flotilla up` timing profile")
+    parser.add_argument("--probe-interval", type=float, default=0.05)
+    parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
+    parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
+    args = parser.parse_args()
+    if args.probe:
+        asyncio.run(probe(probe_targets(Path(args.probe)), args.probe_interval))
+        return
+    print(json.dumps(run(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The pure parts of member status by watch: the per-kind cache and the Work index."""
+
+from __future__ import annotations
+
+from flotilla.api import codec
+from flotilla.api.keys import execution_namespace
+from flotilla.api.v1 import work_pb2
+from services.executor.member_watch import KindCache
+from services.executor.work_status import member_objects_of
+
+
+def obj(name: str, version: str, namespace: str = "default") -> dict:
+    return {"metadata": {"name": name, "namespace": namespace, "resourceVersion": version}}
+
+
+def test_a_list_reports_what_changed_came_or_went_since_the_last() -> None:
+    cache = KindCache()
+    assert not cache.synced
+    assert cache.replace([obj("a", "1"), obj("b", "2")]) == {("default", "a"), ("default", "b")}
+    assert cache.synced and cache.lists == 1
+    assert cache.replace([obj("a", "1"), obj("b", "3"), obj("c", "4")]) == {("default", "b"), ("default", "c")}
+    assert cache.replace([obj("c", "4")]) == {("default", "a"), ("default", "b")}
+    assert cache.lists == 3
+
+
+def test_watch_events_update_the_cache() -> None:
+    cache = KindCache()
+    cache.replace([])
+    assert cache.apply("ADDED", obj("a", "1")) == ("default", "a")
+    cache.apply("MODIFIED", obj("a", "2"))
+    assert cache.objects[("default", "a")]["metadata"]["resourceVersion"] == "2"
+    cache.apply("DELETED", obj("a", "3"))
+    assert cache.objects == {}
+
+
+def test_works_are_indexed_by_the_member_objects_they_carry() -> None:
+    work = work_pb2.Work()
+    work.metadata.namespace = execution_namespace("member1")
+    for manifest in ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ns"}},
+                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}):
+        work.spec.workload.manifests.append(codec.raw_json(manifest))
+    assert member_objects_of(work) == ["member1/apps/v1/Deployment/ns/web", "member1/v1/Namespace//ns"]
+    work.metadata.namespace = "default"
+    assert member_objects_of(work) == []
