@@ -142,8 +142,9 @@ def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Respo
     if request.query.get("watch") in ("1", "true"):
         raise errors.method_not_allowed("WATCH", t.qualified)
     if target.name is None:
-        return _printed(request, cluster, t, state.list(t, target.namespace, request.query.get("labelSelector"),
-                                                        request.query.get("fieldSelector")))
+        # Encoded at once by _printed, so the uncopied view is safe.
+        return _printed(request, cluster, t, state.list_view(t, target.namespace, request.query.get("labelSelector"),
+                                                             request.query.get("fieldSelector")))
     if target.subresource == "scale":
         return json_response(state.get_scale(t, target.namespace or "", target.name))
     return _printed(request, cluster, t, state.get(t, target.namespace or "", target.name))

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flotilla.runtime.clock import Clock
-from sim import errors
+from sim import errors, pods
 from sim.catalog import NAMESPACE, ResourceType
 from sim.history import History
 from sim.patching import apply_onto, merge_patch, spec_part
@@ -34,6 +34,10 @@ class ObjectStore:
         self.revision = 0
         self.history = History()
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        # (apiVersion, kind, controller uid) -> keys of the objects it controls, and back, so a
+        # workload's reconcile finds its pods without scanning every pod of the namespace.
+        self._controlled: dict[tuple[str, str, str], dict[tuple[str, str], None]] = {}
+        self._controller_of: dict[tuple[str, str, str, str], tuple[str, str, str]] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -52,6 +56,11 @@ class ObjectStore:
         for key in sorted(bucket):
             if namespace is None or key[0] == namespace:
                 yield bucket[key]
+
+    def controlled(self, t: ResourceType, namespace: str, uid: str) -> list[Obj]:
+        """Live objects of type `t` in `namespace` whose controller has `uid`, in key order."""
+        bucket, objects = self._controlled.get((t.api_version, t.kind, uid), {}), self._objects.get(t.key, {})
+        return [objects[key] for key in sorted(bucket) if key[0] == namespace and key in objects]
 
     # -- writes as the API serves them -----------------------------------------------------------
 
@@ -165,6 +174,7 @@ class ObjectStore:
         self.revision += 1
         obj["metadata"]["resourceVersion"] = str(self.revision)
         self.history.record(change, obj, self.revision)
+        self._index_controller(obj, change)
 
     def set_status(self, obj: Obj, status: dict[str, Any]) -> bool:
         """Controller status write; bumps resourceVersion only when something changed."""
@@ -189,6 +199,26 @@ class ObjectStore:
         return removed
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _index_controller(self, obj: Obj, change: str) -> None:
+        # Every write of an object goes through `touch`, so the index follows each one.
+        metadata = obj["metadata"]
+        ident = (str(obj.get("apiVersion", "")), str(obj.get("kind", "")), metadata.get("namespace", ""),
+                 metadata["name"])
+        uid = None if change == "DELETED" else pods.controller_uid(obj)
+        new = None if uid is None else (ident[0], ident[1], uid)
+        old = self._controller_of.get(ident)
+        if old == new:
+            return
+        if old is not None:
+            bucket = self._controlled[old]
+            bucket.pop(ident[2:], None)
+            if not bucket:
+                del self._controlled[old]
+            del self._controller_of[ident]
+        if new is not None:
+            self._controlled.setdefault(new, {})[ident[2:]] = None
+            self._controller_of[ident] = new
 
     def _write(self, t: ResourceType, live: Obj, new: Obj) -> Obj:
         metadata, old = new.setdefault("metadata", {}), live["metadata"]
