@@ -13,6 +13,7 @@ Objects are held as plain dicts; callers outside the simulator get deep copies.
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -25,6 +26,7 @@ from sim.patching import apply_onto, merge_patch, spec_part
 from sim.timefmt import rfc3339
 
 Obj = dict[str, Any]
+Ident = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
@@ -37,7 +39,10 @@ class ObjectStore:
         # (apiVersion, kind, controller uid) -> keys of the objects it controls, and back, so a
         # workload's reconcile finds its pods without scanning every pod of the namespace.
         self._controlled: dict[tuple[str, str, str], dict[tuple[str, str], None]] = {}
-        self._controller_of: dict[tuple[str, str, str, str], tuple[str, str, str]] = {}
+        self._controller_of: dict[Ident, tuple[str, str, str]] = {}
+        # Each object's list-item encoding at its resourceVersion: the same unchanged pods and
+        # nodes are listed every second by a control plane's status collection.
+        self._encoded: dict[Ident, tuple[str, bytes]] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -61,6 +66,16 @@ class ObjectStore:
         """Live objects of type `t` in `namespace` whose controller has `uid`, in key order."""
         bucket, objects = self._controlled.get((t.api_version, t.kind, uid), {}), self._objects.get(t.key, {})
         return [objects[key] for key in sorted(bucket) if key[0] == namespace and key in objects]
+
+    def encoded_item(self, t: ResourceType, obj: Obj) -> bytes:
+        """`obj` as an item of a list of `t` encodes it (see `list_item`)."""
+        ident, version = _ident(obj), obj["metadata"].get("resourceVersion", "")
+        cached = self._encoded.get(ident)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        data = json.dumps(list_item(t, obj)).encode()
+        self._encoded[ident] = (version, data)
+        return data
 
     # -- writes as the API serves them -----------------------------------------------------------
 
@@ -175,6 +190,8 @@ class ObjectStore:
         obj["metadata"]["resourceVersion"] = str(self.revision)
         self.history.record(change, obj, self.revision)
         self._index_controller(obj, change)
+        if change == "DELETED":
+            self._encoded.pop(_ident(obj), None)
 
     def set_status(self, obj: Obj, status: dict[str, Any]) -> bool:
         """Controller status write; bumps resourceVersion only when something changed."""
@@ -202,9 +219,7 @@ class ObjectStore:
 
     def _index_controller(self, obj: Obj, change: str) -> None:
         # Every write of an object goes through `touch`, so the index follows each one.
-        metadata = obj["metadata"]
-        ident = (str(obj.get("apiVersion", "")), str(obj.get("kind", "")), metadata.get("namespace", ""),
-                 metadata["name"])
+        ident = _ident(obj)
         uid = None if change == "DELETED" else pods.controller_uid(obj)
         new = None if uid is None else (ident[0], ident[1], uid)
         old = self._controller_of.get(ident)
@@ -268,6 +283,17 @@ class ObjectStore:
         sent = metadata.get("name")
         if sent and sent != name:
             raise errors.bad_request(f"the name of the object ({sent}) does not match the name on the URL ({name})")
+
+
+def list_item(t: ResourceType, obj: Obj) -> Obj:
+    """`obj` as a list carries it: lists of built-in kinds carry apiVersion/kind only on the list
+    itself. Shares the object's contents."""
+    return obj if t.custom else {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+
+
+def _ident(obj: Obj) -> Ident:
+    metadata = obj["metadata"]
+    return str(obj.get("apiVersion", "")), str(obj.get("kind", "")), metadata.get("namespace", ""), metadata["name"]
 
 
 def _tracks_generation(t: ResourceType) -> bool:

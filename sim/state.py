@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import builtins
 import copy
+import json
+from collections.abc import Iterator
 from typing import Any
 
 from flotilla.runtime.clock import Clock
@@ -17,7 +19,7 @@ from sim import errors, other_status, pods
 from sim.catalog import CRD, NAMESPACE, NODE, POD, Catalog, ResourceType, builtin, types_of_crd
 from sim.kubelets import AppFault, Kubelets
 from sim.nodes import node_object
-from sim.objects import INITIAL_NAMESPACES, ObjectStore
+from sim.objects import INITIAL_NAMESPACES, ObjectStore, list_item
 from sim.patching import merge_patch
 from sim.selectors import labels_of, parse_field_selector, parse_label_selector, selector_string
 from sim.timefmt import rfc3339
@@ -68,14 +70,23 @@ class ClusterState:
         """The list as `list` answers it, but sharing the live objects' contents: only for a caller
         that encodes it before the event loop runs anything else. Deep-copying every item of every
         list was most of the simulator's time under a rollout's per-second pod lists."""
-        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
-        items = []
-        for obj in self.store.items(t, namespace):
-            if labels(labels_of(obj)) and fields(obj):
-                # Lists of built-in kinds carry apiVersion/kind only on the list itself.
-                items.append(obj if t.custom else {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")})
         return {"kind": f"{t.kind}List", "apiVersion": t.api_version,
-                "metadata": {"resourceVersion": str(self.store.revision)}, "items": items}
+                "metadata": {"resourceVersion": str(self.store.revision)},
+                "items": [list_item(t, obj) for obj in self._selected(t, namespace, label_selector, field_selector)]}
+
+    def list_encoded(self, t: ResourceType, namespace: str | None, label_selector: str | None = None,
+                     field_selector: str | None = None) -> bytes:
+        """`list` as JSON, each item encoded once per resourceVersion."""
+        items = b", ".join(self.store.encoded_item(t, obj)
+                           for obj in self._selected(t, namespace, label_selector, field_selector))
+        head = json.dumps({"kind": f"{t.kind}List", "apiVersion": t.api_version,
+                           "metadata": {"resourceVersion": str(self.store.revision)}})
+        return head[:-1].encode() + b', "items": [' + items + b"]}"
+
+    def _selected(self, t: ResourceType, namespace: str | None, label_selector: str | None,
+                  field_selector: str | None) -> Iterator[Obj]:
+        labels, fields = parse_label_selector(label_selector), parse_field_selector(field_selector)
+        return (obj for obj in self.store.items(t, namespace) if labels(labels_of(obj)) and fields(obj))
 
     def create(self, t: ResourceType, namespace: str, body: Obj) -> Obj:
         self._validate(t, body)
