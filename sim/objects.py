@@ -36,6 +36,7 @@ class ObjectStore:
         self.revision = 0
         self.history = History()
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        self._order: dict[tuple[str, str], list[tuple[str, str]]] = {}  # each type's keys, sorted
         # (apiVersion, kind, controller uid) -> keys of the objects it controls, and back, so a
         # workload's reconcile finds its pods without scanning every pod of the namespace.
         self._controlled: dict[tuple[str, str, str], dict[tuple[str, str], None]] = {}
@@ -58,7 +59,10 @@ class ObjectStore:
     def items(self, t: ResourceType, namespace: str | None = None) -> Iterator[Obj]:
         """Live objects (not copies) in key order, optionally of one namespace."""
         bucket = self._objects.get(t.key, {})
-        for key in sorted(bucket):
+        keys = self._order.get(t.key)
+        if keys is None:  # sorted again only after an object of the type came or went
+            keys = self._order[t.key] = sorted(bucket)
+        for key in keys:
             if namespace is None or key[0] == namespace:
                 yield bucket[key]
 
@@ -171,16 +175,19 @@ class ObjectStore:
         obj["apiVersion"], obj["kind"] = t.api_version, t.kind
         _default(t, obj)
         self._objects.setdefault(t.key, {})[(namespace, metadata["name"])] = obj
+        self._order.pop(t.key, None)
         self.touch(obj, "ADDED")
         return obj
 
     def remove(self, t: ResourceType, namespace: str, name: str) -> Obj | None:
         obj = self._objects.get(t.key, {}).pop((namespace if t.namespaced else "", name), None)
         if obj is not None:
+            self._order.pop(t.key, None)
             self.touch(obj, "DELETED")
         return obj
 
     def remove_resource(self, group: str, plural: str) -> None:
+        self._order.pop((group, plural), None)
         for obj in self._objects.pop((group, plural), {}).values():
             self.touch(obj, "DELETED")
 
@@ -208,6 +215,7 @@ class ObjectStore:
 
     def remove_namespace_contents(self, namespace: str) -> list[tuple[tuple[str, str], Obj]]:
         removed = []
+        self._order.clear()
         for key, bucket in self._objects.items():
             for obj_key in [k for k in bucket if k[0] == namespace]:
                 obj = bucket.pop(obj_key)

@@ -64,7 +64,9 @@ def rooms(nodes: Iterable[Obj], pods: Iterable[Obj], requests: Mapping[str, Mapp
     for pod in pods:
         room = found.get(pod["spec"].get("nodeName") or "")
         if room is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            room.take(requests.get(pod["metadata"]["uid"]) or requests_of(pod))
+            # `in`, not `or`: most pods request nothing, and an empty request is cached too.
+            uid = pod["metadata"]["uid"]
+            room.take(requests[uid] if uid in requests else requests_of(pod))
     return found
 
 
