@@ -10,6 +10,7 @@ always returns everything.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -142,8 +143,12 @@ def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Respo
     if request.query.get("watch") in ("1", "true"):
         raise errors.method_not_allowed("WATCH", t.qualified)
     if target.name is None:
-        return _printed(request, cluster, t, state.list(t, target.namespace, request.query.get("labelSelector"),
-                                                        request.query.get("fieldSelector")))
+        selectors = (request.query.get("labelSelector"), request.query.get("fieldSelector"))
+        if tables.table_version(request.headers.get("Accept", "")) is None:
+            return web.Response(body=state.list_encoded(t, target.namespace, *selectors),
+                                content_type="application/json")
+        # Encoded at once by _printed, so the uncopied view is safe.
+        return _printed(request, cluster, t, state.list_view(t, target.namespace, *selectors))
     if target.subresource == "scale":
         return json_response(state.get_scale(t, target.namespace or "", target.name))
     return _printed(request, cluster, t, state.get(t, target.namespace or "", target.name))
@@ -202,11 +207,19 @@ async def _body(request: web.Request) -> Any:
         return {}
     try:
         if _media_type(request) == APPLY_PATCH:
-            return yaml.load(raw, Loader=_YAML_LOADER)
+            return _json_or_yaml(raw)
         return json.loads(raw)
     except (ValueError, yaml.YAMLError) as e:
         kind = "YAML" if _media_type(request) == APPLY_PATCH else "JSON"
         raise errors.bad_request(f"the body of the request could not be decoded as {kind}: {e}") from e
+
+
+def _json_or_yaml(raw: bytes) -> Any:
+    # Most applies are JSON (a YAML subset) and the JSON parser is many times faster.
+    if raw.lstrip().startswith(b"{"):
+        with contextlib.suppress(ValueError):
+            return json.loads(raw)
+    return yaml.load(raw, Loader=_YAML_LOADER)
 
 
 def _health(cluster: SimCluster, endpoint: str) -> web.Response:

@@ -13,18 +13,20 @@ Objects are held as plain dicts; callers outside the simulator get deep copies.
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from flotilla.runtime.clock import Clock
-from sim import errors
+from sim import errors, pods
 from sim.catalog import NAMESPACE, ResourceType
 from sim.history import History
 from sim.patching import apply_onto, merge_patch, spec_part
 from sim.timefmt import rfc3339
 
 Obj = dict[str, Any]
+Ident = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 INITIAL_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
@@ -34,6 +36,14 @@ class ObjectStore:
         self.revision = 0
         self.history = History()
         self._objects: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        self._order: dict[tuple[str, str], list[tuple[str, str]]] = {}  # each type's keys, sorted
+        # (apiVersion, kind, controller uid) -> keys of the objects it controls, and back, so a
+        # workload's reconcile finds its pods without scanning every pod of the namespace.
+        self._controlled: dict[tuple[str, str, str], dict[tuple[str, str], None]] = {}
+        self._controller_of: dict[Ident, tuple[str, str, str]] = {}
+        # Each object's list-item encoding at its resourceVersion: the same unchanged pods and
+        # nodes are listed every second by a control plane's status collection.
+        self._encoded: dict[Ident, tuple[str, bytes]] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -49,9 +59,27 @@ class ObjectStore:
     def items(self, t: ResourceType, namespace: str | None = None) -> Iterator[Obj]:
         """Live objects (not copies) in key order, optionally of one namespace."""
         bucket = self._objects.get(t.key, {})
-        for key in sorted(bucket):
+        keys = self._order.get(t.key)
+        if keys is None:  # sorted again only after an object of the type came or went
+            keys = self._order[t.key] = sorted(bucket)
+        for key in keys:
             if namespace is None or key[0] == namespace:
                 yield bucket[key]
+
+    def controlled(self, t: ResourceType, namespace: str, uid: str) -> list[Obj]:
+        """Live objects of type `t` in `namespace` whose controller has `uid`, in key order."""
+        bucket, objects = self._controlled.get((t.api_version, t.kind, uid), {}), self._objects.get(t.key, {})
+        return [objects[key] for key in sorted(bucket) if key[0] == namespace and key in objects]
+
+    def encoded_item(self, t: ResourceType, obj: Obj) -> bytes:
+        """`obj` as an item of a list of `t` encodes it (see `list_item`)."""
+        ident, version = _ident(obj), obj["metadata"].get("resourceVersion", "")
+        cached = self._encoded.get(ident)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        data = json.dumps(list_item(t, obj)).encode()
+        self._encoded[ident] = (version, data)
+        return data
 
     # -- writes as the API serves them -----------------------------------------------------------
 
@@ -147,16 +175,19 @@ class ObjectStore:
         obj["apiVersion"], obj["kind"] = t.api_version, t.kind
         _default(t, obj)
         self._objects.setdefault(t.key, {})[(namespace, metadata["name"])] = obj
+        self._order.pop(t.key, None)
         self.touch(obj, "ADDED")
         return obj
 
     def remove(self, t: ResourceType, namespace: str, name: str) -> Obj | None:
         obj = self._objects.get(t.key, {}).pop((namespace if t.namespaced else "", name), None)
         if obj is not None:
+            self._order.pop(t.key, None)
             self.touch(obj, "DELETED")
         return obj
 
     def remove_resource(self, group: str, plural: str) -> None:
+        self._order.pop((group, plural), None)
         for obj in self._objects.pop((group, plural), {}).values():
             self.touch(obj, "DELETED")
 
@@ -165,6 +196,9 @@ class ObjectStore:
         self.revision += 1
         obj["metadata"]["resourceVersion"] = str(self.revision)
         self.history.record(change, obj, self.revision)
+        self._index_controller(obj, change)
+        if change == "DELETED":
+            self._encoded.pop(_ident(obj), None)
 
     def set_status(self, obj: Obj, status: dict[str, Any]) -> bool:
         """Controller status write; bumps resourceVersion only when something changed."""
@@ -181,6 +215,7 @@ class ObjectStore:
 
     def remove_namespace_contents(self, namespace: str) -> list[tuple[tuple[str, str], Obj]]:
         removed = []
+        self._order.clear()
         for key, bucket in self._objects.items():
             for obj_key in [k for k in bucket if k[0] == namespace]:
                 obj = bucket.pop(obj_key)
@@ -189,6 +224,24 @@ class ObjectStore:
         return removed
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _index_controller(self, obj: Obj, change: str) -> None:
+        # Every write of an object goes through `touch`, so the index follows each one.
+        ident = _ident(obj)
+        uid = None if change == "DELETED" else pods.controller_uid(obj)
+        new = None if uid is None else (ident[0], ident[1], uid)
+        old = self._controller_of.get(ident)
+        if old == new:
+            return
+        if old is not None:
+            bucket = self._controlled[old]
+            bucket.pop(ident[2:], None)
+            if not bucket:
+                del self._controlled[old]
+            del self._controller_of[ident]
+        if new is not None:
+            self._controlled.setdefault(new, {})[ident[2:]] = None
+            self._controller_of[ident] = new
 
     def _write(self, t: ResourceType, live: Obj, new: Obj) -> Obj:
         metadata, old = new.setdefault("metadata", {}), live["metadata"]
@@ -238,6 +291,17 @@ class ObjectStore:
         sent = metadata.get("name")
         if sent and sent != name:
             raise errors.bad_request(f"the name of the object ({sent}) does not match the name on the URL ({name})")
+
+
+def list_item(t: ResourceType, obj: Obj) -> Obj:
+    """`obj` as a list carries it: lists of built-in kinds carry apiVersion/kind only on the list
+    itself. Shares the object's contents."""
+    return obj if t.custom else {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+
+
+def _ident(obj: Obj) -> Ident:
+    metadata = obj["metadata"]
+    return str(obj.get("apiVersion", "")), str(obj.get("kind", "")), metadata.get("namespace", ""), metadata["name"]
 
 
 def _tracks_generation(t: ResourceType) -> bool:

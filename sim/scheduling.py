@@ -8,6 +8,7 @@ candidates the least allocated wins (the default scoring), ties by name. Taints 
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,10 +31,7 @@ class NodeRoom:
     @classmethod
     def of(cls, node: Obj) -> NodeRoom:
         status = node.get("status") or {}
-        allocatable = {}
-        for name, amount in (status.get("allocatable") or {}).items():
-            quantity = Quantity.parse(amount)
-            allocatable[name] = quantity.milli_value() if name == "cpu" else quantity.value()
+        allocatable = dict(_parsed(tuple((status.get("allocatable") or {}).items())))
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
         return cls(node["metadata"]["name"], node["metadata"].get("labels") or {}, allocatable,
                    ready and not (node.get("spec") or {}).get("unschedulable"))
@@ -66,8 +64,17 @@ def rooms(nodes: Iterable[Obj], pods: Iterable[Obj], requests: Mapping[str, Mapp
     for pod in pods:
         room = found.get(pod["spec"].get("nodeName") or "")
         if room is not None and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            room.take(requests.get(pod["metadata"]["uid"]) or requests_of(pod))
+            # `in`, not `or`: most pods request nothing, and an empty request is cached too.
+            uid = pod["metadata"]["uid"]
+            room.take(requests[uid] if uid in requests else requests_of(pod))
     return found
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(allocatable: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ...]:
+    # Every scheduling pass rebuilds each node's room; parsing its quantities was most of that.
+    return tuple((name, Quantity.parse(amount).milli_value() if name == "cpu" else Quantity.parse(amount).value())
+                 for name, amount in allocatable)
 
 
 def requests_of(pod: Obj) -> dict[str, int]:

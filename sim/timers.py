@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 # Deadlines are floats on Clock.monotonic(); a wake-up computed as now + (deadline - now) can
 # land a rounding error short of the deadline.
 _EPSILON = 1e-6
+# Due events fired before the loop serves anything else; each settles its cluster.
+_SLICE = 16
 
 
 class Timer:
@@ -65,19 +67,30 @@ class Timers:
             heapq.heappop(self._heap)
         return self._heap[0][0] if self._heap else None
 
-    def _fire_due(self) -> None:
+    def _fire_due(self) -> bool:
+        """Fires up to `_SLICE` due events; True when more are due."""
         now = self.clock.monotonic() + _EPSILON
-        while (earliest := self._earliest()) is not None and earliest <= now:
+        for _ in range(_SLICE):
+            earliest = self._earliest()
+            if earliest is None or earliest > now:
+                return False
             _, _, timer = heapq.heappop(self._heap)
             try:
                 timer.callback()
             except Exception:  # one broken event must not stop every cluster's clock
                 log.exception("event=sim-timer-failed")
+        earliest = self._earliest()
+        return earliest is not None and earliest <= now
 
     async def _run(self) -> None:
         while True:
             self._wake.clear()
-            self._fire_due()
+            while True:
+                if not self._fire_due():
+                    break
+                # Thousands of pods turning Ready at once would otherwise hold the loop, and every
+                # request (a health probe too) waits behind them.
+                await asyncio.sleep(0)
             earliest = self._earliest()
             if earliest is None:
                 await self._wake.wait()
