@@ -35,6 +35,7 @@ from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.executor import metrics
+from services.executor.applied import AppliedGenerations, member_key
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("flotilla.executor")
@@ -62,13 +63,14 @@ def _applied_for_generation(work: work_pb2.Work) -> bool:
 class ExecutionReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], connect: Connect,
-                 serves: Callable[[cluster_pb2.Cluster], bool]) -> None:
+                 serves: Callable[[cluster_pb2.Cluster], bool], applied: AppliedGenerations | None = None) -> None:
         self.store = store
         self.clock = clock
         self.works = works
         self.clusters = clusters
         self.connect = connect
         self.serves = serves
+        self.applied = applied or AppliedGenerations()
 
     @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
     async def reconcile(self, key: str) -> Result | None:
@@ -106,6 +108,7 @@ class ExecutionReconciler:
                     metrics.count_delete(manifest, cluster.metadata.name, e)
                     raise
                 metrics.count_delete(manifest, cluster.metadata.name, None)
+                self.applied.forget(member_key(cluster.metadata.name, manifest))
         with _failover_span(work, "work.purge", "purge", cluster_of_execution_namespace(work.metadata.namespace) or "",
                             start=work.metadata.deletion_timestamp.ToNanoseconds()):
             await self._remove_finalizer(work)
@@ -142,7 +145,7 @@ class ExecutionReconciler:
         with _failover_span(work, "work.apply", "apply", cluster.metadata.name) as span:
             for manifest in items:
                 try:
-                    await client.apply(manifest)
+                    self.applied.record(member_key(cluster.metadata.name, manifest), await client.apply(manifest))
                 except (MemberError, ValueError) as e:
                     errors.append(e)
                     metrics.count_apply(manifest, cluster.metadata.name, first, e)

@@ -17,6 +17,7 @@ from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from services.executor import routing
+from services.executor.applied import AppliedGenerations
 from services.executor.execution import Connect, ExecutionReconciler
 from services.executor.member_watch import Kind, MemberWatches
 from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconciler, member_objects_of
@@ -35,15 +36,17 @@ class ExecutionManager:
         self.clusters = manager.informer(registry.CLUSTER)
         self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
         self.interpreter = HealthInterpreter(timeout=interpreter_timeout)
+        # Shared: status is read from a member's cache only once it has seen the last apply.
+        applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(
-            store, clock, self.works, self.clusters, connect, serves,
+            store, clock, self.works, self.clusters, connect, serves, applied,
         ), workers=workers)
         # Member status by watch: member events feed per-cluster caches and enqueue the Works
         # that carry the changed objects; the reconcile reads cache and Work, and writes status.
         self.watches = MemberWatches(clock, connect, serves, self._member_changed, self._member_synced,
                                      resync=status_resync)
         self.work_status = WorkStatusReconciler(store, clock, self.works, self.clusters, self.watches,
-                                                self.interpreter, events)
+                                                self.interpreter, events, applied)
         self.status = manager.controller("work-status", self.work_status, workers=workers)
         manager.watch(self.works, routing.work, self.execution, predicate=routing.not_deleted)
         manager.watch(self.clusters, routing.works_of_cluster(self.works), self.execution,

@@ -24,6 +24,7 @@ from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
+from services.executor.applied import AppliedGenerations, member_key
 from services.executor.execution import APPLIED, manifests
 from services.executor.member_watch import MemberWatches
 
@@ -77,7 +78,7 @@ def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
 class WorkStatusReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], watches: MemberWatches, interpreter: HealthInterpreter,
-                 events: EventRecorder | None = None) -> None:
+                 events: EventRecorder | None = None, applied: AppliedGenerations | None = None) -> None:
         self.store = store
         self.clock = clock
         self.works = works
@@ -85,6 +86,7 @@ class WorkStatusReconciler:
         self.watches = watches
         self.interpreter = interpreter
         self.events = events
+        self.applied = applied or AppliedGenerations()
 
     def works_of(self, cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> list[str]:
         """The keys of the Works carrying these member objects."""
@@ -116,6 +118,8 @@ class WorkStatusReconciler:
             meta = manifest.get("metadata") or {}
             namespace, name = meta.get("namespace", ""), meta.get("name", "")
             observed = cache.objects.get((namespace, name))
+            if observed is not None and self.applied.behind(member_key(cluster.metadata.name, manifest), observed):
+                return  # the cache has not seen the last apply yet; that apply's event enqueues this Work
             if observed is not None:
                 members[(api_version, kind, namespace, name)] = observed
         await self._record(work, applied.observed_generation, members)
