@@ -5,13 +5,13 @@ cost nothing and a FakeClock test sees events exactly at their deadline."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import logging
 from collections.abc import Callable
 
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.tasks import cancel_and_wait
 from sim.waiting import wait_first
 
 log = logging.getLogger(__name__)
@@ -57,10 +57,7 @@ class Timers:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     def _earliest(self) -> float | None:
         while self._heap and self._heap[0][2].cancelled:

@@ -31,6 +31,7 @@ from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth
 from flotilla.runtime.manager import Manager
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
 from flotilla.store.endpoints import Endpoint, Registration
@@ -192,9 +193,7 @@ class Runner:
         finally:
             log.info("event=shutdown identity=%s", self.identity)
             await self.health.enter_graceful_shutdown()
-            leading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await leading
+            await cancel_and_wait(leading)
             if ctx.elector is not None:
                 await ctx.elector.resign()
             await registration.close()
@@ -270,10 +269,7 @@ class Runner:
         try:
             await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (work, lost):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(work, lost)
         failed = work.done() and not work.cancelled() and work.exception() is not None
         if failed:
             log.error("event=leader-work-failed error=%s", work.exception())

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 import aetcd
 import aetcd.exceptions
 
+from flotilla.runtime.tasks import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 ENDPOINTS_PREFIX = "/flotilla/endpoints/"
@@ -86,10 +88,7 @@ class Registration:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         if self._lease_id is not None:
             with contextlib.suppress(aetcd.exceptions.ClientError):
                 await self.client.revoke_lease(self._lease_id)

@@ -25,6 +25,7 @@ import aetcd
 import aetcd.exceptions
 import aetcd.rtypes
 
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.connect import watch as checked_watch
 
 log = logging.getLogger(__name__)
@@ -169,10 +170,7 @@ class LeaderElector:
 
     async def resign(self) -> None:
         task, self._keepalive = self._keepalive, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         lease_id, self.lease_id = self.lease_id, None
         if lease_id is not None:
             await self._revoke_quietly(lease_id)

@@ -6,7 +6,6 @@ cluster has first been seen healthy (docs/karmada-rules.md §3 step 5)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from flotilla.api import registry
@@ -15,6 +14,7 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.member import MemberClient
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store import ObjectStore, StoreError
 from services.executor.lease import LeaseRenewer
 
@@ -68,7 +68,4 @@ class PullAgent:
                     log.exception("event=agent-sync-failed cluster=%s", self.cluster)
                 await self.clock.sleep(self.frequency)
         finally:
-            if self._renewing is not None:
-                self._renewing.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._renewing
+            await cancel_and_wait(self._renewing)

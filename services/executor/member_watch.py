@@ -12,7 +12,6 @@ cluster's watches are tasks of their own, so a slow or hung member delays only i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import WatchEvent
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.informer import EventType
 from services.executor.execution import Connect
 
@@ -92,11 +92,7 @@ class ClusterWatch:
         return cache
 
     async def stop(self) -> None:
-        for task in self.tasks.values():
-            task.cancel()
-        for task in self.tasks.values():
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self.tasks.values())
 
     async def _run(self, kind: Kind, cache: KindCache) -> None:
         owner, clock = self.owner, self.owner.clock

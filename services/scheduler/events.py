@@ -10,12 +10,12 @@ scheduling down when it falls behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from google.protobuf.message import Message
 
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.events import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -48,10 +48,7 @@ class EventSink:
         try:
             await asyncio.gather(*workers)
         finally:
-            for worker in workers:
-                worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*workers, return_exceptions=True)
+            await cancel_and_wait(*workers)
 
     async def _work(self) -> None:
         while True:
