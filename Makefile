@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q --durations=25
+	$(BIN)/pytest -q --durations=25 -n 2 --dist loadfile
 
 # The property tests of admission with many more examples than `make test` runs (minutes, not seconds).
 fuzz: $(STAMP)
