@@ -42,6 +42,10 @@ TRACEPARENT_ANNOTATION = "flotilla.io/traceparent"
 # Flotilla's own: which user-added NoExecute taint (`key:effect@timeAdded`) opened the Cluster's trace.
 TRACE_OPENED_FOR_ANNOTATION = "flotilla.io/trace-opened-for"
 
+# Flotilla's own binding condition: its new Works wait for a Directly-purged Work to be deleted
+# (set by the executor; the eviction service keeps the Directly task, and its state, meanwhile).
+DIRECTLY_PURGE_PENDING_CONDITION = "DirectlyPurgePending"
+
 # -- names --------------------------------------------------------------------------------------
 DEFAULT_SCHEDULER = "default-scheduler"
 EXECUTION_NAMESPACE_PREFIX = "karmada-es-"

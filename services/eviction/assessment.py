@@ -12,6 +12,9 @@ Per task, in order:
 4. No placement exists (the scheduler has not caught up, or placed the replicas nowhere): a task
    whose old copy still runs is kept whatever its age, since dropping it would delete the only
    running copy (Karmada #7455). A Directly task's old copy is already gone; it ages out as usual.
+4b. A Directly task is kept whatever its age while the binding's new Works still wait for an old
+   copy to be deleted (the executor's DirectlyPurgePending condition): the new copy has not
+   started, and dropping the task would start it without the task's preserved state.
 5. At or past its gracePeriodSeconds (else the global timeout): dropped. (Karmada waits until
    strictly after; "at" lets the requeue for the deadline be the pass that drops it.)
 6. Every scheduled cluster reports Healthy: dropped. Kinds with no health signal (ConfigMap,
@@ -72,6 +75,8 @@ class Placement:
     health: Mapping[str, str]
     # status.schedulerObservedGeneration == metadata.generation
     scheduled: bool
+    # The new Works wait for a Directly-purged old copy to be deleted (rule 4b).
+    purge_pending: bool = False
 
     @property
     def exists(self) -> bool:
@@ -109,6 +114,8 @@ def assess(tasks: Sequence[work_pb2.GracefulEvictionTask], now: datetime, placem
             if placement.scheduled:
                 blocked.append(task.from_cluster)
             continue
+        if _waits_for_purge(task, placement):
+            continue
         deadline = expires if deadline is None else min(deadline, expires)
     return Assessment(tuple(keep), tuple(dropped), tuple(blocked), deadline, stamped)
 
@@ -121,8 +128,14 @@ def _drop(task: work_pb2.GracefulEvictionTask, placement: Placement, now: dateti
         return Drop.CLUSTER_RESELECTED
     if not placement.exists and task.purge_mode not in DIRECTLY:
         return None
+    if _waits_for_purge(task, placement):
+        return None
     if now >= expires:
         return Drop.TIMED_OUT
     if placement.healthy:
         return Drop.REPLACED
     return None
+
+
+def _waits_for_purge(task: work_pb2.GracefulEvictionTask, placement: Placement) -> bool:
+    return task.purge_mode in DIRECTLY and placement.purge_pending

@@ -22,9 +22,10 @@ from opentelemetry import trace
 from prometheus_client import Counter
 
 from flotilla.api.bindings import Binding, cached, kind_of
-from flotilla.api.conditions import FALSE, TRUE, get_condition, remove_condition, set_condition
+from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, context_from, failover_attributes, trace_id_of
@@ -56,6 +57,7 @@ def placement_of(binding: Binding) -> Placement:
         clusters=[t.name for t in binding.spec.clusters],
         health=health_of(binding),
         scheduled=scheduler_decided(binding),
+        purge_pending=is_true(binding.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION),
     )
 
 

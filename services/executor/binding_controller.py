@@ -28,7 +28,7 @@ from flotilla.api.bindings import Binding, binding_key, parse_binding_key
 from flotilla.api.conditions import TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
-from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
+from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION, TRACEPARENT_ANNOTATION
 from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.controller import Result
@@ -43,8 +43,7 @@ log = logging.getLogger(__name__)
 # Karmada polls a binding held by a Directly task every 5 s. Here the old Work's deletion event
 # brings the binding back; this is only a safety net.
 DIRECTLY_REQUEUE_SECONDS = 60.0
-# The binding's condition while its new Works wait for a Directly-purged Work to go.
-DIRECTLY_PURGE_PENDING = "DirectlyPurgePending"
+DIRECTLY_PURGE_PENDING = DIRECTLY_PURGE_PENDING_CONDITION
 CLUSTER_NOT_READY = "ClusterNotReady"
 WORK_DELETING = "WorkDeleting"
 
@@ -137,18 +136,22 @@ class BindingReconciler:
         await self._delete(works.orphan_works(existing, works.expected_clusters(binding.spec)), key,
                            directly=works.directly_clusters(binding.spec), failed_over=binding)
         blocked = works.directly_blocking(binding.spec, existing)
-        await self._report_pending(rt, binding, blocked)
         if blocked:
+            await self._report_pending(rt, binding, blocked)
             log.info("event=wait-directly-purge binding=%s clusters=%s", key, ",".join(blocked))
             return Result(requeue_after=self.directly_requeue)
         template = await self._template(binding)
         if template is None:
+            await self._report_pending(rt, binding, [])
             return None
         desired = works.build_works(binding, template, self.inject_preserved_labels)
         try:
             with self._span(binding, key, desired) as stamp:
                 for work in desired:
                     await self._ensure(work, stamp, done, key)
+            # Only now: while the condition is set the eviction service keeps the Directly task,
+            # whose preserved state the new Works just written carry.
+            await self._report_pending(rt, binding, [])
         except StoreError as e:
             await self._event(binding, template, "Warning", "SyncWorkFailed",
                               f"Failed to sync work of {_describe(binding)}: {e}")

@@ -1,7 +1,7 @@
 """Purge mode Directly end to end (issue 11): on cluster failover the old Work is deleted first
 and the new Work is created only once it is gone, so two copies never run at once. While the
 dead cluster cannot confirm the deletion, the binding's DirectlyPurgePending condition says so
-(`flotillactl describe rb`), also once the task itself has aged out; `flotillactl unjoin` of
+(`flotillactl describe rb`), and the task is kept past its timeout; `flotillactl unjoin` of
 that cluster releases the old Work and the new one is created.
 
 A plane of its own: the test unjoins a cluster.
@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from flotilla.api import registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
+from flotilla.profiles import PROFILES
 from tests.e2e.failover_support import Plane, history, started_plane
 from tests.e2e.test_failover import placed, tasks, work_key
 from tests.factories import EXAMPLES_DIR
 
 pytestmark = pytest.mark.e2e
+
+DEMO_GRACEFUL_TIMEOUT = float(PROFILES["demo"]["FLOTILLA_GRACEFUL_EVICTION_TIMEOUT"].removesuffix("s"))
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +72,13 @@ async def test_directly_deletes_the_old_work_first_and_unjoin_releases_it(plane:
         line = next((ln for ln in described.splitlines() if ln.strip().startswith("DirectlyPurgePending")), "")
         assert "ClusterNotReady" in line and old in line, described
 
-        # The task ages out (the demo profile's graceful eviction timeout) while the old Work
-        # still waits for its cluster: the new Work still waits too.
-        await rbs.until(lambda: not tasks(rbs.get(key)), 90, "the Directly task aged out")
-        await works.hold(lambda: works.get(new_work) is None, 5, f"no Work on {new} while {old}'s is terminating")
+        # The task outlives the demo profile's graceful eviction timeout while the old Work still
+        # waits for its cluster (it carries the state the new copy starts with), and the new Work
+        # still waits too.
+        task = rbs.get(key).spec.graceful_eviction_tasks[0]
+        expired = task.creation_timestamp.ToDatetime(tzinfo=UTC) + timedelta(seconds=DEMO_GRACEFUL_TIMEOUT)
+        outlive = (expired - datetime.now(UTC)).total_seconds() + 3
+        await rbs.hold(lambda: tasks(rbs.get(key)) == [old], max(outlive, 3), "the Directly task kept while it waits")
         assert pending(rbs.get(key)) is not None
         assert not works.of(new_work), f"a Work was created on {new} before {old}'s was gone"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,6 +67,14 @@ STARTING_ELSEWHERE = placed("member2", health="Unknown")
      [task(age=601, purge_mode="Directly")], placed(), [], [Drop.TIMED_OUT], [], None),
     ("Directly waits for its deadline like any task", [task(age=60, purge_mode="Directly")], placed(),
      ["member1"], [], [], 540),
+    # Never start the new copy without the preserved state.
+    ("Directly while the new Works wait for the old copy's deletion: kept past its deadline",
+     [task(age=601, purge_mode="Directly")], replace(STARTING_ELSEWHERE, purge_pending=True), ["member1"], [], [],
+     None),
+    ("Directly once the new Works exist: ages out as usual", [task(age=601, purge_mode="Directly")],
+     STARTING_ELSEWHERE, [], [Drop.TIMED_OUT], [], None),
+    ("Gracefully is not held by a Directly purge", [task(age=601)], replace(STARTING_ELSEWHERE, purge_pending=True),
+     [], [Drop.TIMED_OUT], [], None),
     ("two tasks: the earlier deadline wakes it", [task("member1", age=60), task("member3", age=300)],
      STARTING_ELSEWHERE, ["member1", "member3"], [], [], 300),
     ("two tasks: one aged out, one kept", [task("member1", age=700), task("member3", age=300)],
@@ -91,3 +100,14 @@ def test_a_new_task_gets_now_as_its_creation_time_and_the_input_is_left_alone() 
 def test_nothing_to_do_changes_nothing() -> None:
     verdict = assess([task(age=60)], NOW, STARTING_ELSEWHERE, TIMEOUT)
     assert not verdict.changed
+
+
+def test_placement_reads_the_executors_purge_pending_condition() -> None:
+    from flotilla.api.conditions import set_condition
+    from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
+    from services.eviction.graceful import placement_of
+
+    binding = work_pb2.ResourceBinding()
+    assert not placement_of(binding).purge_pending
+    set_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION, "True", "WorkDeleting", "", NOW, 1)
+    assert placement_of(binding).purge_pending

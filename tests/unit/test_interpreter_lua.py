@@ -275,7 +275,8 @@ def test_memory_is_bounded() -> None:
     started = time.monotonic()
     result = interpret_with(health_script("return #string.rep('x', 2 ^ 30) > 0"))
     assert result == HealthResult(UNKNOWN, "Lua memory limit of 64 MiB exceeded")
-    assert time.monotonic() - started < 2
+    # Bounded, not benchmarked: without the limit this runs until the machine is out of memory.
+    assert time.monotonic() - started < 30
     assert interpret_with(health_script("return #string.rep('x', 2 ^ 20) == 2 ^ 20")).health == HEALTHY
 
 
