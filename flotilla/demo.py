@@ -272,8 +272,7 @@ def run(args: argparse.Namespace) -> int:
             plane.wait_clusters_ready(60)
             # The plane's own context, for `flotilla down --data-dir` and `flotillactl` with --keep;
             # the user's current-context pointer stays as it was.
-            ctx.Context(etcd_endpoints=plane.endpoints, data_dir=str(data_dir),
-                        sim_address=f"127.0.0.1:{plane.sim_port}").save()
+            plane.context().save()
             narrator.say("Three member clusters joined and Ready. Flotilla pushes workloads to member1 and "
                          "member2 (Push mode); member3 runs an agent that pulls its own (Pull mode).")
             asyncio.run(Walkthrough(narrator, plane.endpoints, data_dir).run())
