@@ -114,6 +114,25 @@ class Store(StoreBase):
             # Callers handle StoreError; aetcd's own hierarchy stays an implementation detail.
             raise StoreError(f"{self._where()}: {e}") from e
 
+    async def rewrite_secrets(self) -> tuple[int, int]:
+        """Re-encrypt with the current key every Secret stored otherwise (plaintext, or an older
+        key), each a compare-and-swap on its mod_revision; (rewritten, total). A Secret written
+        meanwhile by someone else is left to that write, which used the current key if the
+        writer has the new key file."""
+        if self.keys is None:
+            raise StoreError(f"no encryption key file (--encryption-key-file or {ENV_KEY_FILE}): nothing to "
+                             "encrypt with")
+        result: Any = await self._call(self.client.get_prefix(SECRETS_PREFIX.encode()))
+        rewritten = total = 0
+        for kv in result:
+            total += 1
+            key, raw = kv.key.decode(), bytes(kv.value)
+            if self.keys.is_current(raw):
+                continue
+            if await self._kv_put_if(key, self._opened(key, raw), int(kv.mod_revision), int(kv.lease) or None):
+                rewritten += 1
+        return rewritten, total
+
     # -- key-value primitives ----------------------------------------------
 
     async def _kv_get(self, key: str) -> KeyValue | None:

@@ -1,5 +1,7 @@
 """One way to start and stop a control plane for an e2e module: `flotilla up` with simulated
-members and the demo profile, on a free port and in its own directory, always taken down."""
+members and the demo profile, on a free port and in its own directory, always taken down.
+Its certificates are signed by the session's CA (tests/conftest.py `security`), so the
+tests' client certificate is good for every plane."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from flotilla.store.embedded import free_port
+from flotilla.tls import ENV_CA
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
@@ -25,13 +28,15 @@ def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra:
     `flotilla up` gives every service."""
     data_dir = tmp_path_factory.mktemp("plane")
     port = free_port()
+    pki = Path(os.environ[ENV_CA]).parent
     up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                         str(port), "--sim-clusters", str(clusters), "--profile", "demo", *extra],
+                         str(port), "--sim-clusters", str(clusters), "--profile", "demo", "--ca-cert",
+                         str(pki / "ca.crt"), "--ca-key", str(pki / "ca.key"), *extra],
                         cwd=ROOT, capture_output=True, text=True, timeout=180,
                         env={**os.environ, **env} if env else None)
     try:
         assert up.returncode == 0, up.stderr
-        yield data_dir, f"http://127.0.0.1:{port}"
+        yield data_dir, f"https://127.0.0.1:{port}"
     finally:
         subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
                        timeout=60)
