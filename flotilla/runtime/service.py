@@ -97,6 +97,9 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
                         "mutual TLS with --tls-key and --tls-ca")
     parser.add_argument("--tls-key", default=None, help="the key of --tls-cert (PEM)")
     parser.add_argument("--tls-ca", default=None, help="CA bundle that callers' client certificates must chain to")
+    parser.add_argument("--health-port", type=int, default=-1,
+                        help="also answer grpc.health.v1 (and nothing else) in plain gRPC on this port, on the "
+                             "listen host: for probes that cannot present a certificate, as a kubelet's (-1 = off)")
     parser.add_argument("--insecure", action="store_true",
                         help="allow plain gRPC on a non-loopback address (without --tls-*)")
     parser.add_argument("--etcd-cacert", default=None, help="CA bundle of an https:// etcd")
@@ -155,6 +158,7 @@ class Runner:
         self.stopping = asyncio.Event()
         self.address = ""
         self.metrics_port = 0
+        self.health_port = 0
         self.health = ServiceHealth(spec.name)
         self._background: set[asyncio.Task[None]] = set()
         self.grpc_tls = TLSFiles.given(args.tls_ca, args.tls_cert, args.tls_key, "--tls-ca/--tls-cert/--tls-key")
@@ -204,6 +208,7 @@ class Runner:
         host = self.args.listen_address.rsplit(":", 1)[0]
         self.address = self.args.advertise_address or f"{_reachable(host)}:{port}"
         await server.start()
+        health_server = await self._start_health_server(host)
         self.metrics_port = _start_metrics(self.args.metrics_port, self.args.metrics_bind_address)
         registration = Registration(
             store.client,
@@ -234,8 +239,19 @@ class Runner:
                 await ctx.elector.resign()
             await registration.close()
             await server.stop(self.args.shutdown_grace)
+            if health_server is not None:
+                await health_server.stop(None)
             await store.close()
             provider.shutdown()
+
+    async def _start_health_server(self, host: str) -> grpc.aio.Server | None:
+        if self.args.health_port < 0:
+            return None
+        server = grpc.aio.server()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        self.health_port = server.add_insecure_port(f"{host or '0.0.0.0'}:{self.args.health_port}")
+        await server.start()
+        return server
 
     async def _task_down(self, name: str, error: BaseException) -> None:
         log.warning("event=not-serving task=%s error=%s: %s", name, type(error).__name__, error)

@@ -35,6 +35,11 @@ from tests.conftest import Security
 pytestmark = pytest.mark.integration
 
 
+def _trusting_only(ca: str) -> grpc.ChannelCredentials:
+    """TLS that verifies the server but shows no client certificate."""
+    return grpc.ssl_channel_credentials(Path(ca).read_bytes())
+
+
 async def test_etcd_refuses_a_client_without_a_certificate(etcd: EmbeddedEtcd, security: Security) -> None:
     host, port = parse_endpoint(etcd.endpoint)
     plain = aetcd.Client(host=host, port=port, timeout=5)
@@ -44,7 +49,7 @@ async def test_etcd_refuses_a_client_without_a_certificate(etcd: EmbeddedEtcd, s
     finally:
         await plain.close()
     # Trusting etcd is not enough: etcd wants a certificate of the client.
-    ca_only = grpc.ssl_channel_credentials(Path(security.etcd.ca).read_bytes())
+    ca_only = _trusting_only(security.etcd.ca)
     async with grpc.aio.secure_channel(f"{host}:{port}", ca_only) as channel:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await aetcd.rpc.KVStub(channel).Range(aetcd.rpc.RangeRequest(key=b"/flotilla/"), timeout=5)
@@ -56,7 +61,7 @@ async def test_the_webhook_refuses_a_client_without_a_certificate(
     endpoint = next(e for e in await list_endpoints(store.client, "webhook") if e.pid == webhook.pid)
     assert endpoint.extra.get("tls") == "mutual"
     request = webhook_pb2.AdmissionRequest(object_json="{}")
-    ca_only = grpc.ssl_channel_credentials(Path(security.client.ca).read_bytes())
+    ca_only = _trusting_only(security.client.ca)
     for channel in (grpc.aio.insecure_channel(endpoint.address),
                     grpc.aio.secure_channel(endpoint.address, ca_only)):
         async with channel:

@@ -102,7 +102,7 @@ async def test_a_request_past_grpcs_limit_is_refused_before_admission(store: Sto
 @given(doc=mutated_documents())
 async def test_a_rejected_apply_writes_nothing(doc: dict[str, Any], store: Store, webhook_address: str) -> None:
     before = await revision(store)
-    async with grpc.aio.insecure_channel(webhook_address) as channel:
+    async with grpc_channel(webhook_address, client_tls()) as channel:
         response = await webhook_pb2_grpc.WebhookStub(channel).Apply(request_for(doc), timeout=30)
     if response.allowed:
         # Accepted ones are written; remove them so that every example starts from the same etcd.

@@ -60,7 +60,7 @@ def test_etcd_tls_follows_the_scheme(monkeypatch: pytest.MonkeyPatch, certificat
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("FLOTILLA_CONFIG", "/nonexistent/pointer")
     assert tls.etcd_client_tls("http://127.0.0.1:2379") is None
-    with pytest.raises(tls.TLSError, match="etcd at https://127.0.0.1:2379 speaks TLS: give its CA"):
+    with pytest.raises(tls.TLSError, match=r"etcd at https://127\.0\.0\.1:2379 speaks TLS: give its CA"):
         tls.etcd_client_tls("https://127.0.0.1:2379")
     for name, value in tls.process_env(certificates["admin"]).items():
         monkeypatch.setenv(name, value)
