@@ -121,11 +121,25 @@ def _context_tls(endpoints: str | None) -> TLSFiles | None:
     return context.tls()
 
 
-def grpc_channel(address: str, tls: TLSFiles | None) -> grpc.aio.Channel:
-    """A channel to a service: mutual TLS with `tls`, plain without."""
+def grpc_channel(address: str, tls: TLSFiles | None, server_name: str = "") -> grpc.aio.Channel:
+    """A channel to a service: mutual TLS with `tls`, plain without. `server_name` is the name
+    its certificate must carry when that is not the address's host (a pod IP, say)."""
     if tls is None:
         return grpc.aio.insecure_channel(address)
-    return grpc.aio.secure_channel(address, tls.channel_credentials())
+    options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
+    return grpc.aio.secure_channel(address, tls.channel_credentials(), options=options)
+
+
+def server_name(cert_path: str) -> str:
+    """The first DNS name a certificate is for ("" without one): what a service registers so
+    that callers reaching it at an address its certificate does not name can still verify it."""
+    cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return ""
+    dns = names.get_values_for_type(x509.DNSName)
+    return dns[0] if dns else ""
 
 
 def peer_identity(context: grpc.aio.ServicerContext) -> str:

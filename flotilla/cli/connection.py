@@ -49,4 +49,4 @@ def service_channel(endpoint: Endpoint | str) -> grpc.aio.Channel:
     if tls is None:
         raise CLIError(f"{endpoint.service} at {endpoint.address} requires a client certificate: use the context "
                        f"`flotilla up` records, or set {ENV_CA}, {ENV_CERT} and {ENV_KEY}")
-    return grpc_channel(endpoint.address, tls)
+    return grpc_channel(endpoint.address, tls, endpoint.extra.get("tls_server_name", ""))

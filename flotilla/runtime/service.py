@@ -38,7 +38,7 @@ from flotilla.store import Store, Unavailable
 from flotilla.store.endpoints import Endpoint, Registration
 from flotilla.store.events import EventRecorder
 from flotilla.store.leader import LeaderElector
-from flotilla.tls import TLSError, TLSFiles, etcd_client_tls
+from flotilla.tls import TLSError, TLSFiles, etcd_client_tls, server_name
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ class Runner:
                 pid=os.getpid(),
                 started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 # How callers reach it: mutual TLS with a certificate of the plane's CA, or plain.
-                extra={"tls": "mutual"} if self.grpc_tls else {},
+                extra={"tls": "mutual", "tls_server_name": server_name(self.grpc_tls.cert)} if self.grpc_tls else {},
             ),
             ttl=max(int(self.args.endpoint_ttl), 1),
         )
