@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
                     _restore_pointer(pointer_before)
     narrator.say("Demo complete: every step happened." + ("" if keep else " The plane is stopped."))
     if keep:
-        _print_keep(narrator, plane.endpoints, data_dir)
+        _print_keep(narrator, plane.context(), data_dir)
     return 0
 
 
@@ -318,11 +318,15 @@ def _restore_pointer(text: str | None) -> None:
         path.write_text(text)
 
 
-def _print_keep(narrator: Narrator, endpoints: str, data_dir: Path) -> None:
+def _print_keep(narrator: Narrator, context: ctx.Context, data_dir: Path) -> None:
+    from flotilla import crypto, tls
+
+    credentials = {**tls.process_env(context.tls()), crypto.ENV_KEY_FILE: context.encryption_key_file}
     narrator.print([
         "",
         "The plane keeps running (--keep). Your current flotilla context is unchanged; to use this plane:",
-        f"  export FLOTILLA_ETCD_ENDPOINTS={endpoints}",
+        f"  export FLOTILLA_ETCD_ENDPOINTS={context.etcd_endpoints}",
+        *(f"  export {name}={value}" for name, value in credentials.items()),
         "  flotillactl get clusters",
         "  flotillactl get rb -o wide",
         "  flotillactl describe rb nginx-deployment",

@@ -433,8 +433,13 @@ def sim_fault(args: argparse.Namespace) -> int:
         data_dir = ctx.current_data_dir()
     sim_dir = str((data_dir / "sim").resolve()) if data_dir else None
 
+    # That plane's client certificate, unless the environment names one.
+    context = ctx.Context.load(data_dir) if data_dir and not args.etcd_endpoints else None
+    plane_tls = context.tls() if context and not tls.from_env(tls.ENV_ETCD_CA, tls.ENV_ETCD_CERT,
+                                                                 tls.ENV_ETCD_KEY) else None
+
     async def run() -> None:
-        client = make_client(endpoints, timeout=5)
+        client = make_client(endpoints, timeout=5, tls=plane_tls)
         try:
             found = await list_endpoints(client, "sim")
         except Exception as e:  # aetcd raises several unrelated types for "not there"

@@ -18,7 +18,7 @@ import aetcd.rpc
 import aetcd.utils
 import aetcd.watcher
 
-from flotilla.tls import TLSFiles, etcd_client_tls
+from flotilla.tls import TLSFiles, etcd_client_tls, is_tls_endpoint
 
 # Watch IDs this process names itself: far above the ones etcd assigns when none is given.
 _watch_ids = itertools.count(1 << 32)
@@ -94,13 +94,13 @@ class _Client(aetcd.Client):  # type: ignore[misc]
 
 def make_client(endpoints: str, timeout: float | None = 10.0, tls: TLSFiles | None = None) -> aetcd.Client:
     """A client of the first endpoint; over TLS for an https:// one, with `tls` or else the
-    certificates flotilla.tls.etcd_client_tls finds."""
+    certificates flotilla.tls.etcd_client_tls finds; plain for http://, whatever `tls` says."""
     host, port = parse_endpoint(endpoints)
     return _Client(
         host=host,
         port=port,
         timeout=timeout,
-        tls=tls or etcd_client_tls(endpoints),
+        tls=(tls or etcd_client_tls(endpoints)) if is_tls_endpoint(endpoints) else None,
         options={
             # Reconnect promptly after an etcd restart instead of backing off for a minute.
             "grpc.initial_reconnect_backoff_ms": 100,
