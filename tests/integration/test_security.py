@@ -4,11 +4,13 @@ by each; Secrets are encrypted in etcd and rotation re-encrypts them; writes nam
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import aetcd
@@ -30,7 +32,7 @@ from flotilla.store.endpoints import list_endpoints
 from flotilla.store.events import events_for
 from flotilla.store.objects import SECRETS_PREFIX
 from services.webhook.admission import APPLIED_BY_ANNOTATION
-from tests.conftest import Security
+from tests.conftest import CtlResult, Security
 
 pytestmark = pytest.mark.integration
 
@@ -128,3 +130,20 @@ async def test_secrets_are_encrypted_in_etcd_and_rotation_rewrites_them(store: S
     assert json.loads(secret.content)["data"]["token"] == base64.b64encode(token.encode()).decode()
     with pytest.raises(StoreError, match="encrypted with key 'rotated'"):
         await store.get(SECRET_TYPE, "karmada-cluster", "member1")
+
+
+def test_flotillactl_secrets_rewrite_encrypts_what_is_not(clean_etcd: EmbeddedEtcd,
+                                                          ctl: Callable[..., CtlResult]) -> None:
+    async def write_plaintext() -> None:
+        store = await Store.connect(clean_etcd.endpoint)
+        try:
+            unencrypted = Store(store.client, endpoints=store.endpoints)
+            await unencrypted.create(_secret("member1", "t0k3n"))  # type: ignore[arg-type]
+        finally:
+            await store.close()
+
+    asyncio.run(write_plaintext())
+    assert ctl("secrets", "rewrite").out == "1 of 1 secrets re-encrypted with key key1\n"
+    assert ctl("secrets", "rewrite").out == "0 of 1 secrets re-encrypted with key key1 (all were already)\n"
+    shown = ctl("get", "secrets", "-n", "karmada-cluster", "-o", "yaml")
+    assert "<redacted: 5 bytes>" in shown.out and "dDBrM24=" not in shown.out
