@@ -3,8 +3,9 @@
 `flotilla up` starts an embedded etcd (unless `--etcd-endpoints` names one)
 and every service as its own process, over mutual TLS with certificates of a CA
 it keeps in `<data-dir>/pki/` (flotilla.tls; `--insecure` for plain loopback),
-with Secrets encrypted in etcd by a key file it makes (flotilla.crypto); `--detach` leaves them running and
-records them in `<data-dir>/run.json` so `flotilla down` can stop them.
+with Secrets encrypted in etcd by a key file it makes (flotilla.crypto);
+`--detach` leaves them running and records them in `<data-dir>/run.json` so
+`flotilla down` can stop them.
 Once the plane is ready (every service SERVING, every simulated cluster
 joined and Ready) it records where it is in `<data-dir>/context.json` and makes
 it the current context (see flotilla.context), which `flotillactl` and

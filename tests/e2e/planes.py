@@ -1,7 +1,8 @@
 """One way to start and stop a control plane for an e2e module: `flotilla up` with simulated
 members and the demo profile, on a free port and in its own directory, always taken down.
-Its certificates are signed by the session's CA (tests/conftest.py `security`), so the
-tests' client certificate is good for every plane."""
+Its certificates are signed by the session's CA and its Secrets encrypted with the session's
+keys (tests/conftest.py `security`), so the tests' client certificate and key file are good
+for every plane."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from flotilla.crypto import ENV_KEY_FILE
 from flotilla.store.embedded import free_port
 from flotilla.tls import ENV_CA
 from tests.conftest import ROOT
@@ -31,7 +33,8 @@ def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra:
     pki = Path(os.environ[ENV_CA]).parent
     up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
                          str(port), "--sim-clusters", str(clusters), "--profile", "demo", "--ca-cert",
-                         str(pki / "ca.crt"), "--ca-key", str(pki / "ca.key"), *extra],
+                         str(pki / "ca.crt"), "--ca-key", str(pki / "ca.key"),
+                         "--encryption-key-file", os.environ[ENV_KEY_FILE], *extra],
                         cwd=ROOT, capture_output=True, text=True, timeout=180,
                         env={**os.environ, **env} if env else None)
     try:
