@@ -10,6 +10,7 @@ caller without one is refused.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -102,6 +103,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         self.admission = admission
         self.events = events
         self.require_identity = require_identity
+        self._recording: set[asyncio.Task[None]] = set()
 
     async def _identity(self, context: grpc.aio.ServicerContext) -> str:
         """Who calls: the client certificate's common name; "" on a plain channel."""
@@ -111,9 +113,14 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
             await abort(context, grpc.StatusCode.UNAUTHENTICATED, "writes need a client certificate")
         return identity
 
-    async def _record(self, obj: Message, reason: str, result: str, identity: str) -> None:
-        if self.events is not None:
-            await self.events.normal(obj, reason, f"{result} by {identity or 'an unauthenticated client'}")
+    def _record(self, obj: Message, reason: str, result: str, identity: str) -> None:
+        """The Event is written after the answer, best effort: a write's latency stays the write's."""
+        if self.events is None:
+            return
+        task = asyncio.create_task(
+            self.events.normal(obj, reason, f"{result} by {identity or 'an unauthenticated client'}"))
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
 
     async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
@@ -134,7 +141,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
                     log.info("event=apply kind=%s key=%s result=%s by=%s", _kind(review.obj),
                              object_key_of(review.obj), outcome.result, identity or "-")
                     if outcome.result != UNCHANGED:
-                        await self._record(review.obj, "Applied", outcome.result, identity)
+                        self._record(review.obj, "Applied", outcome.result, identity)
             return _response(review, outcome.result)
 
     async def Default(self, request: Request, context: grpc.aio.ServicerContext
@@ -165,7 +172,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
         log.info("event=delete kind=%s name=%s/%s result=%s by=%s", request.kind, request.namespace, request.name,
                  result, identity or "-")
-        await self._record(deleted, "Deleted", result, identity)
+        self._record(deleted, "Deleted", result, identity)
         return webhook_pb2.DeleteResponse(result=result)
 
 

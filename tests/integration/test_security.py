@@ -87,9 +87,11 @@ async def test_writes_record_who_made_them(webhook: subprocess.Popen[bytes], sto
     deleted = await client.call(lambda s: s.Delete, webhook_pb2.DeleteRequest(
         api_version="v1", kind="ConfigMap", namespace="default", name="settings"))
     assert deleted.result == "deleted"
-    messages = [(e.reason, e.message) for e in await events_for(store, stored)]
-    assert ("Applied", "created by tester") in messages
-    assert ("Deleted", "deleted by tester") in messages
+    # Events are written after the answer: wait for them.
+    wanted = {("Applied", "created by tester"), ("Deleted", "deleted by tester")}
+    async with asyncio.timeout(30):
+        while not wanted <= {(e.reason, e.message) for e in await events_for(store, stored)}:
+            await asyncio.sleep(0.05)
 
 
 def _secret(name: str, token: str) -> object:
