@@ -10,7 +10,9 @@ The pointer holds one line, the data dir's absolute path. `flotillactl`,
 `flotilla sim` and every service (`python -m services.<name>`) take etcd from
 `--etcd-endpoints`, else `FLOTILLA_ETCD_ENDPOINTS`, else the current context
 (`flotilla sim fault --data-dir DIR` reads DIR's context before the environment);
-with none of them they stop with one line saying what to do. Nothing falls back
+with none of them they stop with one line saying what to do. The context also names the
+plane's client certificate (gRPC and etcd, see flotilla.tls) and its encryption key file
+(flotilla.crypto), which tools use when no flag or variable names others. Nothing falls back
 to a guessed address such as http://127.0.0.1:2379: whatever plane happened to
 listen there would be used silently.
 
@@ -26,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from flotilla.cli.errors import CLIError
+from flotilla.tls import TLSFiles
 
 CONTEXT_FILE = "context.json"
 ENV_ENDPOINTS = "FLOTILLA_ETCD_ENDPOINTS"
@@ -51,6 +54,16 @@ class Context:
     etcd_endpoints: str
     data_dir: str
     sim_address: str = ""
+    # The plane's client certificate (empty with `flotilla up --insecure`).
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    encryption_key_file: str = ""
+
+    def tls(self) -> TLSFiles | None:
+        if not (self.tls_ca and self.tls_cert and self.tls_key):
+            return None
+        return TLSFiles(self.tls_ca, self.tls_cert, self.tls_key)
 
     @staticmethod
     def path(data_dir: Path | str) -> Path:
@@ -75,8 +88,10 @@ class Context:
             raise ContextError(f"{path} cannot be read: {e} (run `flotilla up` again to rewrite it)") from e
         if not isinstance(raw, dict) or not isinstance(raw.get("etcd_endpoints"), str) or not raw["etcd_endpoints"]:
             raise ContextError(f"{path} has no etcd_endpoints (run `flotilla up` again to rewrite it)")
+        optional = {name: str(raw.get(name) or "")
+                    for name in ("sim_address", "tls_ca", "tls_cert", "tls_key", "encryption_key_file")}
         return cls(etcd_endpoints=raw["etcd_endpoints"], data_dir=str(raw.get("data_dir") or Path(data_dir)),
-                   sim_address=str(raw.get("sim_address") or ""))
+                   **optional)
 
     @classmethod
     def remove(cls, data_dir: Path | str) -> None:

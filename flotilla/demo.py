@@ -272,8 +272,7 @@ def run(args: argparse.Namespace) -> int:
             plane.wait_clusters_ready(60)
             # The plane's own context, for `flotilla down --data-dir` and `flotillactl` with --keep;
             # the user's current-context pointer stays as it was.
-            ctx.Context(etcd_endpoints=plane.endpoints, data_dir=str(data_dir),
-                        sim_address=f"127.0.0.1:{plane.sim_port}").save()
+            plane.context().save()
             narrator.say("Three member clusters joined and Ready. Flotilla pushes workloads to member1 and "
                          "member2 (Push mode); member3 runs an agent that pulls its own (Pull mode).")
             asyncio.run(Walkthrough(narrator, plane.endpoints, data_dir).run())
@@ -296,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
                     _restore_pointer(pointer_before)
     narrator.say("Demo complete: every step happened." + ("" if keep else " The plane is stopped."))
     if keep:
-        _print_keep(narrator, plane.endpoints, data_dir)
+        _print_keep(narrator, plane.context(), data_dir)
     return 0
 
 
@@ -319,11 +318,15 @@ def _restore_pointer(text: str | None) -> None:
         path.write_text(text)
 
 
-def _print_keep(narrator: Narrator, endpoints: str, data_dir: Path) -> None:
+def _print_keep(narrator: Narrator, context: ctx.Context, data_dir: Path) -> None:
+    from flotilla import crypto, tls
+
+    credentials = {**tls.process_env(context.tls()), crypto.ENV_KEY_FILE: context.encryption_key_file}
     narrator.print([
         "",
         "The plane keeps running (--keep). Your current flotilla context is unchanged; to use this plane:",
-        f"  export FLOTILLA_ETCD_ENDPOINTS={endpoints}",
+        f"  export FLOTILLA_ETCD_ENDPOINTS={context.etcd_endpoints}",
+        *(f"  export {name}={value}" for name, value in credentials.items()),
         "  flotillactl get clusters",
         "  flotillactl get rb -o wide",
         "  flotillactl describe rb nginx-deployment",

@@ -1,8 +1,11 @@
 """`flotilla`: run the whole control plane on one machine.
 
 `flotilla up` starts an embedded etcd (unless `--etcd-endpoints` names one)
-and every service as its own process; `--detach` leaves them running and
-records them in `<data-dir>/run.json` so `flotilla down` can stop them.
+and every service as its own process, over mutual TLS with certificates of a CA
+it keeps in `<data-dir>/pki/` (flotilla.tls; `--insecure` for plain loopback),
+with Secrets encrypted in etcd by a key file it makes (flotilla.crypto);
+`--detach` leaves them running and records them in `<data-dir>/run.json` so
+`flotilla down` can stop them.
 Once the plane is ready (every service SERVING, every simulated cluster
 joined and Ready) it records where it is in `<data-dir>/context.json` and makes
 it the current context (see flotilla.context), which `flotillactl` and
@@ -25,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from flotilla import context as ctx
-from flotilla import demo
+from flotilla import crypto, demo, tls
 from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import feature_gates
@@ -100,7 +103,13 @@ def _reap(pid: int) -> None:
 
 class LocalControlPlane:
     def __init__(self, data_dir: Path, etcd_endpoints: str | None, etcd_port: int | None,
-                 detach: bool, extra_env: dict[str, str] | None = None, sim_clusters: int = 0) -> None:
+                 detach: bool, extra_env: dict[str, str] | None = None, sim_clusters: int = 0,
+                 insecure: bool = False, ca: tuple[Path, Path] | None = None,
+                 encryption_key_file: Path | None = None) -> None:
+        self.insecure = insecure
+        self.ca = ca
+        self.certificates: dict[str, tls.TLSFiles] = {}
+        self.key_file = encryption_key_file or data_dir / "encryption-keys.yaml"
         self.data_dir = data_dir
         self.external_etcd = etcd_endpoints
         self.etcd_port = etcd_port
@@ -128,11 +137,12 @@ class LocalControlPlane:
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         previous = RunState.load(self.data_dir)
+        self._secure()
         if not self.external_etcd:
             port = self.etcd_port or (DEFAULT_ETCD_PORT if port_is_free(DEFAULT_ETCD_PORT) else free_port())
             if not port_is_free(port):
                 raise UpError(f"etcd port {port} is taken")
-            self.etcd = EmbeddedEtcd(self.data_dir / "etcd", client_port=port)
+            self.etcd = EmbeddedEtcd(self.data_dir / "etcd", client_port=port, tls=self.certificates.get("etcd"))
             self.etcd.start(detach=self.detach)
         for name in SERVICES:
             self._spawn(name, "-m", f"services.{name}", "--data-dir", str(self.data_dir))
@@ -145,6 +155,28 @@ class LocalControlPlane:
                         *(["--pod-ready-delay", delay] if delay else []))
         self._save()
 
+    def _secure(self) -> None:
+        """Certificates for every process (unless --insecure) and the encryption key file; this
+        process (which joins members and waits for the plane) then calls as `admin`."""
+        if not self.key_file.exists():
+            crypto.new_key_file(self.key_file)
+        if not self.insecure:
+            names = ["etcd", *SERVICES, "sim", *(f"agent-{m}" for m in self.member_names)]
+            self.certificates = tls.plane_certificates(self.data_dir / "pki", names, *(self.ca or ()))
+        os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
+
+    def _tls_env(self, name: str) -> dict[str, str]:
+        # An etcd of the user's (--etcd-endpoints) is reached with the user's FLOTILLA_ETCD_* settings.
+        return tls.process_env(self.certificates.get(name), etcd=not self.external_etcd)
+
+    def context(self) -> ctx.Context:
+        """What `flotillactl` needs to use this plane: etcd, the admin certificate, the key file."""
+        admin = self.certificates.get("admin")
+        return ctx.Context(etcd_endpoints=self.endpoints, data_dir=str(self.data_dir.resolve()),
+                           sim_address=f"127.0.0.1:{self.sim_port}" if self.sim_port else "",
+                           tls_ca=admin.ca if admin else "", tls_cert=admin.cert if admin else "",
+                           tls_key=admin.key if admin else "", encryption_key_file=str(self.key_file.resolve()))
+
     @property
     def sim_dir(self) -> Path:
         return self.data_dir / "sim"
@@ -152,7 +184,8 @@ class LocalControlPlane:
     def _spawn(self, name: str, *args: str) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(exist_ok=True)
-        env = {**os.environ, **self.extra_env, "FLOTILLA_ETCD_ENDPOINTS": self.endpoints}
+        env = {**os.environ, **self.extra_env, "FLOTILLA_ETCD_ENDPOINTS": self.endpoints,
+               **self._tls_env(name)}
         with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
                 [sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -226,10 +259,8 @@ class LocalControlPlane:
 
     def record_context(self) -> Path:
         """Write `<data-dir>/context.json` and make this plane the current context."""
-        data_dir = self.data_dir.resolve()
-        ctx.Context(etcd_endpoints=self.endpoints, data_dir=str(data_dir),
-                    sim_address=f"127.0.0.1:{self.sim_port}" if self.sim_port else "").save()
-        return ctx.set_current(data_dir)
+        self.context().save()
+        return ctx.set_current(self.data_dir.resolve())
 
     def wait_serving_also(self, services: list[str], timeout: float = 60.0) -> None:
         from flotilla.cli.status import wait_for_services
@@ -331,8 +362,13 @@ def service_env(profile: str, gates: dict[str, bool]) -> dict[str, str]:
 
 
 def up(args: argparse.Namespace) -> int:
+    if bool(args.ca_cert) != bool(args.ca_key):
+        raise UpError("--ca-cert and --ca-key go together")
+    ca = (Path(args.ca_cert), Path(args.ca_key)) if args.ca_cert else None
     plane = LocalControlPlane(Path(args.data_dir or DEFAULT_DATA_DIR), args.etcd_endpoints, args.etcd_port, args.detach,
-                              extra_env=service_env(args.profile, args.feature_gates), sim_clusters=args.sim_clusters)
+                              extra_env=service_env(args.profile, args.feature_gates), sim_clusters=args.sim_clusters,
+                              insecure=args.insecure, ca=ca,
+                              encryption_key_file=Path(args.encryption_key_file) if args.encryption_key_file else None)
     # Before anything is started, and outside the clean-up below: a plane already running
     # from this directory is not ours to stop.
     plane.ensure_not_running()
@@ -398,8 +434,13 @@ def sim_fault(args: argparse.Namespace) -> int:
         data_dir = ctx.current_data_dir()
     sim_dir = str((data_dir / "sim").resolve()) if data_dir else None
 
+    # That plane's client certificate, unless the environment names one.
+    context = ctx.Context.load(data_dir) if data_dir and not args.etcd_endpoints else None
+    plane_tls = context.tls() if context and not tls.from_env(tls.ENV_ETCD_CA, tls.ENV_ETCD_CERT,
+                                                                 tls.ENV_ETCD_KEY) else None
+
     async def run() -> None:
-        client = make_client(endpoints, timeout=5)
+        client = make_client(endpoints, timeout=5, tls=plane_tls)
         try:
             found = await list_endpoints(client, "sim")
         except Exception as e:  # aetcd raises several unrelated types for "not there"
@@ -444,6 +485,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="feature gates for every service that has them, e.g. StatefulFailoverInjection=true")
     p_up.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT, metavar="SECONDS",
                       help="how long to wait for every simulated cluster to be Ready (default %(default)gs)")
+    p_up.add_argument("--insecure", action="store_true",
+                      help="plain gRPC and etcd on loopback instead of mutual TLS with a local CA")
+    p_up.add_argument("--ca-cert", default=None, help="sign the plane's certificates with this CA (with --ca-key) "
+                      "instead of the one kept in <data-dir>/pki")
+    p_up.add_argument("--ca-key", default=None, help="the key of --ca-cert")
+    p_up.add_argument("--encryption-key-file", default=None,
+                      help="keys that encrypt Secrets in etcd (default: <data-dir>/encryption-keys.yaml, made "
+                           "when missing)")
     p_down = sub.add_parser("down", help="stop what `up --detach` started")
     p_down.add_argument("--data-dir", default=None,
                         help=f"default: {DEFAULT_DATA_DIR} if a plane runs from there, else the current context's")

@@ -2,28 +2,18 @@
 
 The CA is made once and kept in `<data-dir>/pki/`, so kubeconfigs written by an earlier run (and
 stored by Flotilla at join time) keep verifying after a restart. The serving certificate is made
-at every start, for 127.0.0.1, localhost and the address the server binds.
+at every start, for 127.0.0.1, localhost and the address the server binds. The certificate code
+is Flotilla's own (flotilla.tls); only the names are the simulator's.
 """
 
 from __future__ import annotations
 
 import base64
-import ipaddress
-import os
 import socket
 import ssl
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-_CA_LIFETIME = timedelta(days=3650)
-_SERVING_LIFETIME = timedelta(days=365)
-# Clocks of clients and a freshly made certificate may disagree by a little.
-_BACKDATE = timedelta(hours=1)
+from flotilla import tls
 
 
 class Authority:
@@ -31,21 +21,13 @@ class Authority:
 
     def __init__(self, directory: Path, hosts: list[str]) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
-        if ca_cert_path.exists() and ca_key_path.exists():
-            self._ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
-            self._ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
-        else:
-            self._ca_key, self._ca_cert = _new_ca()
-            _write(ca_key_path, _key_pem(self._ca_key), private=True)
-            _write(ca_cert_path, self._ca_cert.public_bytes(serialization.Encoding.PEM))
-        self.ca_pem = self._ca_cert.public_bytes(serialization.Encoding.PEM)
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = _serving_cert(key, self._ca_key, self._ca_cert, hosts)
-        self.cert_path, self.key_path = directory / "serving.crt", directory / "serving.key"
-        _write(self.key_path, _key_pem(key), private=True)
-        _write(self.cert_path, cert.public_bytes(serialization.Encoding.PEM))
+        try:
+            authority = tls.Authority(directory, "flotilla-sim-ca")
+        except tls.TLSError as e:
+            raise ValueError(f"the simulator's CA: {e} (was pki/ca.key replaced?)") from e
+        self.ca_pem = authority.ca_pem
+        files = authority.issue("serving", "kube-apiserver", hosts, server=True, client=False)
+        self.cert_path, self.key_path = Path(files.cert), Path(files.key)
 
     @property
     def ca_data(self) -> str:
@@ -67,60 +49,3 @@ def serving_hosts(bind_host: str) -> list[str]:
     elif bind_host not in hosts:
         hosts.append(bind_host)
     return hosts
-
-
-def _new_ca() -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "flotilla-sim-ca")])
-    now = datetime.now(UTC)
-    cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE).not_valid_after(now + _CA_LIFETIME)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return key, cert
-
-
-def _serving_cert(key: ec.EllipticCurvePrivateKey, ca_key: object, ca_cert: x509.Certificate,
-                  hosts: list[str]) -> x509.Certificate:
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError("the simulator's CA key is not an EC key (was pki/ca.key replaced?)")
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    now = datetime.now(UTC)
-    return (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_cert.subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE).not_valid_after(now + _SERVING_LIFETIME)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
-def _write(path: Path, data: bytes, private: bool = False) -> None:
-    # Written to a temporary name then renamed, so a concurrent reader never sees half a file.
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(temporary, path)

@@ -1,5 +1,11 @@
 """Shared fixtures: a real etcd on a free port with its own data dir, and stores on it;
-an in-memory store for reconciler tests that do not test etcd itself."""
+an in-memory store for reconciler tests that do not test etcd itself.
+
+The suite runs the default, secure path: every etcd a fixture starts requires client
+certificates, every service it starts serves mutual TLS, and Secrets are encrypted, all with
+a CA and key file of the session (`security`), which the FLOTILLA_TLS_*, FLOTILLA_ETCD_* and
+FLOTILLA_ENCRYPTION_KEY_FILE variables hand to every process a test starts. Planes
+(tests/e2e/planes.py) sign their certificates with the same CA."""
 
 from __future__ import annotations
 
@@ -12,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from flotilla.crypto import ENV_KEY_FILE, new_key_file
 from flotilla.store import MemoryStore, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
 from flotilla.store.leader import ELECTION_PREFIX
+from flotilla.tls import TLSFiles, plane_certificates, process_env
 from tests.cli_runner import flotillactl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,19 +32,38 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.sim_fixtures"]
 
 
+@dataclass
+class Security:
+    pki: Path
+    etcd: TLSFiles
+    client: TLSFiles
+    key_file: Path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def security(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Security]:
+    pki = tmp_path_factory.mktemp("pki")
+    certificates = plane_certificates(pki, ["etcd", "tester"])
+    key_file = new_key_file(pki / "encryption-keys.yaml")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {**process_env(certificates["tester"]), ENV_KEY_FILE: str(key_file)}.items():
+            patch.setenv(name, value)
+        yield Security(pki, certificates["etcd"], certificates["tester"], key_file)
+
+
 @pytest.fixture(scope="session")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedEtcd]:
+def etcd(tmp_path_factory: pytest.TempPathFactory, security: Security) -> Iterator[EmbeddedEtcd]:
     """One etcd for the session; `store` wipes Flotilla's keys before each test."""
-    server = EmbeddedEtcd(tmp_path_factory.mktemp("etcd"))
+    server = EmbeddedEtcd(tmp_path_factory.mktemp("etcd"), tls=security.etcd)
     server.start()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def private_etcd(tmp_path: Path) -> Iterator[EmbeddedEtcd]:
+def private_etcd(tmp_path: Path, security: Security) -> Iterator[EmbeddedEtcd]:
     """An etcd of this test's own, for tests that stop, restart or compact it."""
-    server = EmbeddedEtcd(tmp_path / "etcd")
+    server = EmbeddedEtcd(tmp_path / "etcd", tls=security.etcd)
     server.start()
     yield server
     server.stop()

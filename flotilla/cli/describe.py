@@ -8,8 +8,6 @@ aligned the way Go's tabwriter aligns them.
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
 import json
 import re
 from collections.abc import Sequence
@@ -26,7 +24,7 @@ from flotilla.cli.age import since, since_text
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
 from flotilla.cli.get import add_namespace_flag, namespace_for, resolve_kind, split_kind_name
-from flotilla.cli.printers import event_source, with_type_fields
+from flotilla.cli.printers import event_source, hide_secret_values, with_type_fields
 from flotilla.cli.reads import try_get_object
 from flotilla.store.events import events_for
 
@@ -162,21 +160,6 @@ def _shorten(text: str, limit: int) -> str:
     return text[:limit] + "..." if len(text) > limit else text
 
 
-def _hide_secret_values(body: dict[str, Any]) -> None:
-    # As `kubectl describe secret`: the sizes of the values, never the values.
-    data, string_data = body.get("data"), body.get("stringData")
-    if isinstance(data, dict):
-        for key, value in data.items():
-            try:
-                size = len(base64.b64decode(str(value), validate=True))
-            except (binascii.Error, ValueError):
-                size = len(str(value))
-            data[key] = f"{size} bytes"
-    if isinstance(string_data, dict):
-        for key, value in string_data.items():
-            string_data[key] = f"{len(str(value).encode())} bytes"
-
-
 # -- conditions and events -------------------------------------------------------------
 
 
@@ -262,7 +245,7 @@ def describe(rt: ResourceType[M], obj: M, events: Sequence[core_pb2.Event], now:
     if rest:
         body["metadata"] = rest
     if rt.is_template and rt.group == "" and rt.kind == "Secret":
-        _hide_secret_values(body)
+        hide_secret_values(body, "{size} bytes")
     status = body.get("status")
     conditions = status.pop("conditions", None) if isinstance(status, dict) else None
     history: Sequence[work_pb2.FailoverRecord] = ()

@@ -7,6 +7,8 @@ and a time in, text out) so that tests need no etcd.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -22,6 +24,9 @@ from flotilla.api.v1 import cluster_pb2, config_pb2, coordination_pb2, core_pb2,
 from flotilla.cli.age import since
 from flotilla.cli.table import table
 from flotilla.store.base import meta_of
+
+# Not base64, so a redacted Secret applied back is refused rather than stored.
+REDACTED = "<redacted: {size} bytes>"
 
 M = TypeVar("M", bound=Message)
 # A column of a kind's table shows any more general kind's column too (NAME shows any object's name).
@@ -381,9 +386,28 @@ def with_type_fields(rt: ResourceType[M], obj: M) -> M:
     return filled
 
 
+def hide_secret_values(body: dict[str, Any], shown: str) -> None:
+    """A Secret's values replaced by `shown` (formatted with their `size` in bytes): credentials
+    never reach a terminal or a log, as `kubectl describe secret` shows sizes only."""
+    data, string_data = body.get("data"), body.get("stringData")
+    if isinstance(data, dict):
+        for key, value in data.items():
+            try:
+                size = len(base64.b64decode(str(value), validate=True))
+            except (binascii.Error, ValueError):
+                size = len(str(value))
+            data[key] = shown.format(size=size)
+    if isinstance(string_data, dict):
+        for key, value in string_data.items():
+            string_data[key] = shown.format(size=len(str(value).encode()))
+
+
 def as_document(rt: ResourceType[M], objs: Sequence[M], single: bool) -> dict[str, Any]:
-    """One object in Karmada's JSON shape, or kubectl's `List` of them."""
+    """One object in Karmada's JSON shape, or kubectl's `List` of them; a Secret's values redacted."""
     items = [codec.to_dict(with_type_fields(rt, obj)) for obj in objs]
+    if rt.group == "" and rt.kind == "Secret":
+        for item in items:
+            hide_secret_values(item, REDACTED)
     if single:
         return items[0]
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}

@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 
 from flotilla.api import codec, registry
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, scheduler_pb2, scheduler_pb2_grpc, work_pb2
-from flotilla.cli.connection import open_store
+from flotilla.cli.connection import open_store, service_channel
 from flotilla.cli.documents import read_documents
 from flotilla.cli.errors import CLIError
 from flotilla.cli.table import table
@@ -165,7 +165,7 @@ async def call_scheduler(store: Store, method: Method[R], request: object) -> R:
         raise CLIError(f"no scheduler service is registered in etcd at {store.endpoints} (is `flotilla up` running?)")
     tried = []
     for endpoint in found:
-        async with grpc.aio.insecure_channel(endpoint.address) as channel:
+        async with service_channel(endpoint) as channel:
             try:
                 return await method(scheduler_pb2_grpc.SchedulerStub(channel))(request, timeout=TIMEOUT)
             except grpc.aio.AioRpcError as e:

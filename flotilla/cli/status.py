@@ -12,7 +12,7 @@ import aetcd
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from flotilla.cli.connection import open_store
+from flotilla.cli.connection import open_store, service_channel
 from flotilla.cli.table import table
 from flotilla.runtime.health import REASON_METADATA
 from flotilla.store.endpoints import Endpoint, list_endpoints
@@ -28,9 +28,9 @@ class InstanceStatus:
     reason: str = ""
 
 
-async def check_health(address: str, timeout: float = 2.0) -> tuple[str, str]:
+async def check_health(endpoint: Endpoint | str, timeout: float = 2.0) -> tuple[str, str]:
     """The instance's health and, when it is not SERVING, the reason it gives."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with service_channel(endpoint) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         call = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
         try:
@@ -56,7 +56,7 @@ async def check_http_health(address: str, path: str, timeout: float = 2.0) -> tu
 def endpoint_health(endpoint: Endpoint) -> Awaitable[tuple[str, str]]:
     if endpoint.extra.get("protocol") == "http":
         return check_http_health(endpoint.address, endpoint.extra.get("health", "/"))
-    return check_health(endpoint.address)
+    return check_health(endpoint)
 
 
 async def collect(client: aetcd.Client) -> list[InstanceStatus]:

@@ -12,9 +12,10 @@ from typing import TypeVar
 import grpc
 
 from flotilla.api.v1 import webhook_pb2_grpc
+from flotilla.cli.connection import service_channel
 from flotilla.cli.errors import CLIError
 from flotilla.store import Store
-from flotilla.store.endpoints import list_endpoints
+from flotilla.store.endpoints import Endpoint, list_endpoints
 
 R = TypeVar("R")
 TIMEOUT = 30.0
@@ -29,10 +30,12 @@ class WebhookClient:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._addresses: list[str] | None = None
+        self._endpoints: dict[str, Endpoint] = {}
 
     async def addresses(self) -> list[str]:
         if self._addresses is None and os.environ.get(ADDRESS_ENV):
             self._addresses = [a.strip() for a in os.environ[ADDRESS_ENV].split(",") if a.strip()]
+            self._endpoints = {}
         if self._addresses is None:
             found = await list_endpoints(self.store.client, "webhook")
             if not found:
@@ -40,6 +43,7 @@ class WebhookClient:
                     f"no webhook service is registered in etcd at {self.store.endpoints} (is `flotilla up` running?)"
                 )
             self._addresses = [e.address for e in found]
+            self._endpoints = {e.address: e for e in found}
         return self._addresses
 
     async def call(self, method: Callable[[webhook_pb2_grpc.WebhookStub], Callable[..., Awaitable[R]]],
@@ -47,7 +51,7 @@ class WebhookClient:
         """Call one RPC, trying each registered replica until one answers."""
         tried = []
         for address in await self.addresses():
-            async with grpc.aio.insecure_channel(address) as channel:
+            async with service_channel(self._endpoints.get(address, address)) as channel:
                 try:
                     return await method(webhook_pb2_grpc.WebhookStub(channel))(request, timeout=TIMEOUT)
                 except grpc.aio.AioRpcError as e:

@@ -27,6 +27,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 
 from flotilla.context import ContextError, resolve_endpoints
+from flotilla.crypto import configured_keys
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth
@@ -37,6 +38,7 @@ from flotilla.store import Store, Unavailable
 from flotilla.store.endpoints import Endpoint, Registration
 from flotilla.store.events import EventRecorder
 from flotilla.store.leader import LeaderElector
+from flotilla.tls import TLSError, TLSFiles, etcd_client_tls, server_name
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,22 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser.add_argument("--advertise-address", default="",
                         help="address registered for clients (default: the listen address)")
     parser.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0 = any free port, -1 = off)")
+    parser.add_argument("--metrics-bind-address", default="127.0.0.1",
+                        help="address the Prometheus endpoint listens on (default loopback only)")
+    parser.add_argument("--tls-cert", default=None, help="this service's certificate (PEM): gRPC is served over "
+                        "mutual TLS with --tls-key and --tls-ca")
+    parser.add_argument("--tls-key", default=None, help="the key of --tls-cert (PEM)")
+    parser.add_argument("--tls-ca", default=None, help="CA bundle that callers' client certificates must chain to")
+    parser.add_argument("--health-port", type=int, default=-1,
+                        help="also answer grpc.health.v1 (and nothing else) in plain gRPC on this port, on the "
+                             "listen host: for probes that cannot present a certificate, as a kubelet's (-1 = off)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="allow plain gRPC on a non-loopback address (without --tls-*)")
+    parser.add_argument("--etcd-cacert", default=None, help="CA bundle of an https:// etcd")
+    parser.add_argument("--etcd-cert", default=None, help="client certificate for an https:// etcd")
+    parser.add_argument("--etcd-key", default=None, help="key of --etcd-cert")
+    parser.add_argument("--encryption-key-file", default=None,
+                        help="keys that encrypt Secrets in etcd (flotilla.crypto); without one they are plaintext")
     parser.add_argument("--id", default="", help="instance identity (default: <hostname>-<pid>)")
     parser.add_argument("--data-dir", default="", help="local data directory (traces are written here as JSON lines)")
     parser.add_argument("--trace-file", default="", help="append spans as JSON lines to this file")
@@ -117,7 +135,12 @@ def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        asyncio.run(Runner(spec, args).run())
+        runner = Runner(spec, args)
+    except ValueError as e:  # certificate or key files missing or unusable: a bad flag
+        print(f"python -m services.{spec.name}: {e}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(runner.run())
     except Unavailable as e:
         print(f"{spec.name}: {e}", file=sys.stderr)
         return 1
@@ -135,8 +158,18 @@ class Runner:
         self.stopping = asyncio.Event()
         self.address = ""
         self.metrics_port = 0
+        self.health_port = 0
         self.health = ServiceHealth(spec.name)
         self._background: set[asyncio.Task[None]] = set()
+        self.grpc_tls = TLSFiles.given(args.tls_ca, args.tls_cert, args.tls_key, "--tls-ca/--tls-cert/--tls-key")
+        host = args.listen_address.rsplit(":", 1)[0]
+        if self.grpc_tls is None and not args.insecure and host not in ("127.0.0.1", "localhost", "[::1]"):
+            raise TLSError(f"--listen-address {args.listen_address}: serving beyond loopback needs "
+                           "--tls-cert, --tls-key and --tls-ca (or --insecure)")
+        endpoints = resolve_endpoints(args.etcd_endpoints)
+        self.etcd_tls = (TLSFiles.given(args.etcd_cacert, args.etcd_cert, args.etcd_key,
+                                        "--etcd-cacert/--etcd-cert/--etcd-key") or etcd_client_tls(endpoints))
+        self.keys = configured_keys(args.encryption_key_file)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -147,7 +180,8 @@ class Runner:
             os.path.join(self.args.data_dir, "traces.jsonl") if self.args.data_dir else None
         )
         provider = setup_tracing(self.spec.name, trace_file)
-        store = await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock)
+        store = await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock, self.etcd_tls,
+                                    self.keys)
         ctx = ServiceContext(
             name=self.spec.name,
             args=self.args,
@@ -166,11 +200,16 @@ class Runner:
         if self.spec.add_servicers:
             names.extend(self.spec.add_servicers(server, ctx))
         reflection.enable_server_reflection(names, server)
-        port = server.add_insecure_port(self.args.listen_address)
+        if self.grpc_tls is None:
+            log.warning("event=serving-without-tls address=%s", self.args.listen_address)
+            port = server.add_insecure_port(self.args.listen_address)
+        else:
+            port = server.add_secure_port(self.args.listen_address, self.grpc_tls.server_credentials())
         host = self.args.listen_address.rsplit(":", 1)[0]
         self.address = self.args.advertise_address or f"{_reachable(host)}:{port}"
         await server.start()
-        self.metrics_port = _start_metrics(self.args.metrics_port, host or "0.0.0.0")
+        health_server = await self._start_health_server(host)
+        self.metrics_port = _start_metrics(self.args.metrics_port, self.args.metrics_bind_address)
         registration = Registration(
             store.client,
             Endpoint(
@@ -180,6 +219,8 @@ class Runner:
                 metrics_port=self.metrics_port,
                 pid=os.getpid(),
                 started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                # How callers reach it: mutual TLS with a certificate of the plane's CA, or plain.
+                extra={"tls": "mutual", "tls_server_name": server_name(self.grpc_tls.cert)} if self.grpc_tls else {},
             ),
             ttl=max(int(self.args.endpoint_ttl), 1),
         )
@@ -198,8 +239,19 @@ class Runner:
                 await ctx.elector.resign()
             await registration.close()
             await server.stop(self.args.shutdown_grace)
+            if health_server is not None:
+                await health_server.stop(None)
             await store.close()
             provider.shutdown()
+
+    async def _start_health_server(self, host: str) -> grpc.aio.Server | None:
+        if self.args.health_port < 0:
+            return None
+        server = grpc.aio.server()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        self.health_port = server.add_insecure_port(f"{host or '0.0.0.0'}:{self.args.health_port}")
+        await server.start()
+        return server
 
     async def _task_down(self, name: str, error: BaseException) -> None:
         log.warning("event=not-serving task=%s error=%s: %s", name, type(error).__name__, error)

@@ -14,8 +14,11 @@ from urllib.parse import urlparse
 
 import aetcd
 import aetcd.exceptions
+import aetcd.rpc
 import aetcd.utils
 import aetcd.watcher
+
+from flotilla.tls import TLSFiles, etcd_client_tls, is_tls_endpoint
 
 # Watch IDs this process names itself: far above the ones etcd assigns when none is given.
 _watch_ids = itertools.count(1 << 32)
@@ -67,7 +70,21 @@ class _Watcher(aetcd.watcher.Watcher):  # type: ignore[misc]
 
 
 class _Client(aetcd.Client):  # type: ignore[misc]
+    def __init__(self, *args: Any, tls: TLSFiles | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tls = tls
+
     async def connect(self) -> None:
+        if self._tls is not None and not self._connected.is_set():
+            # aetcd only opens plain channels: the same stubs on a TLS channel.
+            self.channel = aetcd.rpc.secure_channel(f"{self._host}:{self._port}", self._tls.channel_credentials(),
+                                                    options=self._options.items())
+            self.kvstub, self.leasestub = aetcd.rpc.KVStub(self.channel), aetcd.rpc.LeaseStub(self.channel)
+            self.clusterstub = aetcd.rpc.ClusterStub(self.channel)
+            self.maintenancestub = aetcd.rpc.MaintenanceStub(self.channel)
+            self._watcher = aetcd.watcher.Watcher(aetcd.rpc.WatchStub(self.channel), timeout=self._timeout,
+                                                  metadata=self.metadata)
+            self._connected.set()
         await super().connect()
         current: Any = getattr(self, "_watcher", None)
         if current is not None and not isinstance(current, _Watcher):
@@ -75,12 +92,15 @@ class _Client(aetcd.Client):  # type: ignore[misc]
             self._watcher = _Watcher(current._watchstub, timeout=current._timeout, metadata=current._metadata)
 
 
-def make_client(endpoints: str, timeout: float | None = 10.0) -> aetcd.Client:
+def make_client(endpoints: str, timeout: float | None = 10.0, tls: TLSFiles | None = None) -> aetcd.Client:
+    """A client of the first endpoint; over TLS for an https:// one, with `tls` or else the
+    certificates flotilla.tls.etcd_client_tls finds; plain for http://, whatever `tls` says."""
     host, port = parse_endpoint(endpoints)
     return _Client(
         host=host,
         port=port,
         timeout=timeout,
+        tls=(tls or etcd_client_tls(endpoints)) if is_tls_endpoint(endpoints) else None,
         options={
             # Reconnect promptly after an etcd restart instead of backing off for a minute.
             "grpc.initial_reconnect_backoff_ms": 100,

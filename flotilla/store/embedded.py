@@ -16,6 +16,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from flotilla.tls import TLSFiles
+
 
 class EtcdError(RuntimeError):
     pass
@@ -68,7 +70,11 @@ class EmbeddedEtcd:
         client_port: int | None = None,
         peer_port: int | None = None,
         host: str = "127.0.0.1",
+        tls: TLSFiles | None = None,
     ) -> None:
+        # With `tls` clients need a certificate its CA signed (mutual TLS); the same files
+        # are etcd's serving certificate and the client certificate of its health check.
+        self.tls = tls
         self.data_dir = Path(data_dir)
         self.host = host
         self.client_port = client_port or free_port(host)
@@ -77,7 +83,7 @@ class EmbeddedEtcd:
 
     @property
     def endpoint(self) -> str:
-        return f"http://{self.host}:{self.client_port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.client_port}"
 
     @property
     def log_path(self) -> Path:
@@ -96,7 +102,14 @@ class EmbeddedEtcd:
             "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"flotilla={peer}",
             "--log-level", "warn",
+            *self._tls_flags(),
         ]
+
+    def _tls_flags(self) -> list[str]:
+        if self.tls is None:
+            return []
+        return ["--cert-file", self.tls.cert, "--key-file", self.tls.key, "--trusted-ca-file", self.tls.ca,
+                "--client-cert-auth"]
 
     def start(self, timeout: float = 20.0, detach: bool = False) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +143,8 @@ class EmbeddedEtcd:
 
     def healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as resp:
+            context = self.tls.client_ssl_context() if self.tls else None
+            with urllib.request.urlopen(self.endpoint + "/health", timeout=1, context=context) as resp:
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):
             return False

@@ -1,7 +1,8 @@
 """Typed object store on etcd.
 
 One key per object, `/flotilla/<resource>/<namespace>/<name>`, holding the
-serialized message. `metadata.resourceVersion` is the key's mod_revision, and
+serialized message (a Secret's encrypted when the store has keys: flotilla.crypto).
+`metadata.resourceVersion` is the key's mod_revision, and
 every write is a transaction comparing it, so a lost update is impossible.
 Deletion honours finalizers the way the Kubernetes API server does; those
 semantics are shared with the in-memory store (flotilla.store.base).
@@ -19,6 +20,8 @@ import aetcd
 import aetcd.exceptions
 import aetcd.rtypes
 
+from flotilla.api.keys import etcd_prefix
+from flotilla.crypto import ENV_KEY_FILE, PREFIX, EncryptionError, EncryptionKeys, configured_keys
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.store.base import (
     KeyValue,
@@ -35,6 +38,7 @@ from flotilla.store.base import (
 from flotilla.store.connect import make_client
 from flotilla.store.connect import watch as checked_watch
 from flotilla.store.errors import Compacted, StoreError, Unavailable
+from flotilla.tls import TLSFiles
 
 __all__ = [
     "ListResult",
@@ -48,6 +52,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+SECRETS_PREFIX = etcd_prefix("secrets")
+
 T = TypeVar("T")
 
 
@@ -59,17 +65,39 @@ class Store(StoreBase):
         client: aetcd.Client,
         clock: Clock | None = None,
         endpoints: str = "",
+        keys: EncryptionKeys | None = None,
     ) -> None:
         self.client = client
         self.clock = clock or RealClock()
         self.endpoints = endpoints
+        self.keys = keys
 
     @classmethod
-    async def connect(cls, endpoints: str, clock: Clock | None = None) -> Store:
-        client = make_client(endpoints)
-        store = cls(client, clock, endpoints)
+    async def connect(cls, endpoints: str, clock: Clock | None = None, tls: TLSFiles | None = None,
+                      keys: EncryptionKeys | None = None) -> Store:
+        """`tls` and `keys` default to what flotilla.tls and flotilla.crypto find configured."""
+        client = make_client(endpoints, tls=tls)
+        store = cls(client, clock, endpoints, keys or configured_keys())
         await store._call(client.connect())
         return store
+
+    # -- encryption at rest of Secrets ---------------------------------------
+
+    def _sealed(self, key: str, value: bytes) -> bytes:
+        if self.keys is None or not key.startswith(SECRETS_PREFIX):
+            return value
+        return self.keys.encrypt(value, key.encode())
+
+    def _opened(self, key: str, value: bytes) -> bytes:
+        if not key.startswith(SECRETS_PREFIX) or not value.startswith(PREFIX):
+            return value
+        if self.keys is None:
+            raise StoreError(f"{key} is encrypted and this process has no encryption key file "
+                             f"(--encryption-key-file or {ENV_KEY_FILE})")
+        try:
+            return self.keys.decrypt(value, key.encode())
+        except EncryptionError as e:
+            raise StoreError(str(e)) from e
 
     async def close(self) -> None:
         await self.client.close()
@@ -86,17 +114,37 @@ class Store(StoreBase):
             # Callers handle StoreError; aetcd's own hierarchy stays an implementation detail.
             raise StoreError(f"{self._where()}: {e}") from e
 
+    async def rewrite_secrets(self) -> tuple[int, int]:
+        """Re-encrypt with the current key every Secret stored otherwise (plaintext, or an older
+        key), each a compare-and-swap on its mod_revision; (rewritten, total). A Secret written
+        meanwhile by someone else is left to that write, which used the current key if the
+        writer has the new key file."""
+        if self.keys is None:
+            raise StoreError(f"no encryption key file (--encryption-key-file or {ENV_KEY_FILE}): nothing to "
+                             "encrypt with")
+        result: Any = await self._call(self.client.get_prefix(SECRETS_PREFIX.encode()))
+        rewritten = total = 0
+        for kv in result:
+            total += 1
+            key, raw = kv.key.decode(), bytes(kv.value)
+            if self.keys.is_current(raw):
+                continue
+            if await self._kv_put_if(key, self._opened(key, raw), int(kv.mod_revision), int(kv.lease) or None):
+                rewritten += 1
+        return rewritten, total
+
     # -- key-value primitives ----------------------------------------------
 
     async def _kv_get(self, key: str) -> KeyValue | None:
         got: Any = await self._call(self.client.get(key.encode()))
         if got is None:
             return None
-        return KeyValue(key, bytes(got.value), int(got.mod_revision))
+        return KeyValue(key, self._opened(key, bytes(got.value)), int(got.mod_revision))
 
     async def _kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
         result: Any = await self._call(self.client.get_prefix(prefix.encode()))
-        kvs = [KeyValue(kv.key.decode(), bytes(kv.value), int(kv.mod_revision)) for kv in result]
+        kvs = [KeyValue(k, self._opened(k, bytes(kv.value)), int(kv.mod_revision))
+               for kv in result for k in (kv.key.decode(),)]
         return kvs, int(result.header.revision)
 
     async def _txn(self, compare: Any, op: Any) -> tuple[bool, Any]:
@@ -108,13 +156,13 @@ class Store(StoreBase):
     async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | None:
         tx = self.client.transactions
         k = key.encode()
-        ok, responses = await self._txn(tx.create(k) == 0, tx.put(k, value, lease=lease))
+        ok, responses = await self._txn(tx.create(k) == 0, tx.put(k, self._sealed(key, value), lease=lease))
         return int(responses[0].response_put.header.revision) if ok else None
 
     async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
         tx = self.client.transactions
         k = key.encode()
-        ok, responses = await self._txn(tx.mod(k) == mod_revision, tx.put(k, value, lease=lease))
+        ok, responses = await self._txn(tx.mod(k) == mod_revision, tx.put(k, self._sealed(key, value), lease=lease))
         return int(responses[0].response_put.header.revision) if ok else None
 
     async def _kv_delete_if(self, key: str, mod_revision: int) -> bool:
@@ -142,7 +190,9 @@ class Store(StoreBase):
                 async for event in watch:
                     kv = event.kv
                     kind = WatchKind.DELETE if event.kind == aetcd.rtypes.EventKind.DELETE else WatchKind.PUT
-                    yield WatchEvent(kind, kv.key.decode(), bytes(kv.value), int(kv.mod_revision))
+                    key = kv.key.decode()
+                    value = self._opened(key, bytes(kv.value)) if kind == WatchKind.PUT else bytes(kv.value)
+                    yield WatchEvent(kind, key, value, int(kv.mod_revision))
             except aetcd.exceptions.RevisionCompactedError as e:
                 raise Compacted(int(e.compacted_revision)) from e
             except aetcd.exceptions.ClientError as e:

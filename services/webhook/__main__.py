@@ -32,7 +32,9 @@ def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]
         default_unreachable_toleration_seconds=ctx.args.default_unreachable_toleration_seconds,
         allow_no_execute_taint_policy=ctx.args.allow_no_execute_taint_policy,
     )
-    add_to_server(WebhookServicer(Admission(ctx.store, ctx.clock, config)), server)
+    # With a serving certificate the server demands client certificates, and writes name their owner.
+    add_to_server(WebhookServicer(Admission(ctx.store, ctx.clock, config), ctx.events,
+                                  require_identity=bool(ctx.args.tls_cert)), server)
     return [SERVICE]
 
 

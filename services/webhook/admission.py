@@ -22,6 +22,8 @@ from services.webhook.defaulting import AdmissionConfig, default_object
 from services.webhook.validation import validate_object
 
 CREATED, CONFIGURED, UNCHANGED = "created", "configured", "unchanged"
+# Who last applied the object: the client certificate's common name (services/webhook/servicer.py).
+APPLIED_BY_ANNOTATION = "flotilla.io/applied-by"
 DELETED, TERMINATING = "deleted", "terminating"
 
 
@@ -58,9 +60,11 @@ class Admission:
         old = await self.store.try_get(registry.for_object(obj), meta.namespace, meta.name) if meta.name else None
         return Review(obj, old, admit(obj, old, self.config, self.clock.now(), validate))
 
-    async def apply(self, doc: Any, attempts: int = 5) -> Outcome:
+    async def apply(self, doc: Any, attempts: int = 5, applied_by: str = "") -> Outcome:
         """Create or update. Without a resourceVersion in the document, a conflict with
-        a concurrent writer is retried from a fresh read; with one, it is the caller's."""
+        a concurrent writer is retried from a fresh read; with one, it is the caller's.
+        `applied_by` (the authenticated caller) is recorded on the object; without one, a
+        document's own claim is dropped, as nothing vouches for it."""
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         pinned = isinstance(meta, dict) and bool(meta.get("resourceVersion"))
         for _ in range(attempts):
@@ -69,6 +73,11 @@ class Admission:
                 return Outcome(review)
             obj = review.obj
             assert obj is not None
+            annotations = meta_of(obj).annotations
+            if applied_by:
+                annotations[APPLIED_BY_ANNOTATION] = applied_by
+            else:
+                annotations.pop(APPLIED_BY_ANNOTATION, None)
             try:
                 if review.old is None:
                     review.obj = await self.store.create(obj)
@@ -84,13 +93,15 @@ class Admission:
         raise Conflict("the object kept changing while it was being applied; try again")
 
     async def delete(self, api_version: str, kind: str, namespace: str, name: str,
-                     resource_version: str = "") -> str:
+                     resource_version: str = "") -> tuple[str, Message]:
+        """The result, and the object as it was (for the Event that records who deleted it)."""
         rt = registry.for_kind(api_version, kind)
         if rt.namespaced and not namespace:
             namespace = "default"
-        remaining = await self.store.delete(rt, namespace if rt.namespaced else "", name,
-                                            resource_version or None)
-        return DELETED if remaining is None else TERMINATING
+        namespace = namespace if rt.namespaced else ""
+        current = await self.store.get(rt, namespace, name)
+        remaining = await self.store.delete(rt, namespace, name, resource_version or None)
+        return (DELETED if remaining is None else TERMINATING), current
 
 
 def decode(doc: Any) -> Review:

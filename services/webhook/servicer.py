@@ -2,10 +2,15 @@
 
 A request that is too large, not UTF-8, not JSON or too deeply nested is answered like
 any rejected object, with one violation, before admission sees it.
+
+Writes (Apply, Delete) are attributed: with TLS on, the caller's client certificate's common
+name is recorded on the object (annotation flotilla.io/applied-by) and in an Event, and a
+caller without one is refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -18,8 +23,10 @@ from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
+from flotilla.store.events import EventRecorder
+from flotilla.tls import peer_identity
 from services.rpc import abort
-from services.webhook.admission import Admission, Outcome, Review
+from services.webhook.admission import UNCHANGED, Admission, Outcome, Review
 
 log = logging.getLogger(__name__)
 SERVICE = webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name
@@ -91,17 +98,39 @@ def _kind(obj: Message) -> str:
 
 
 class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
-    def __init__(self, admission: Admission) -> None:
+    def __init__(self, admission: Admission, events: EventRecorder | None = None,
+                 require_identity: bool = False) -> None:
         self.admission = admission
+        self.events = events
+        self.require_identity = require_identity
+        self._recording: set[asyncio.Task[None]] = set()
+
+    async def _identity(self, context: grpc.aio.ServicerContext) -> str:
+        """Who calls: the client certificate's common name; "" on a plain channel."""
+        identity = peer_identity(context)
+        if self.require_identity and not identity:
+            # mTLS already refuses a caller without a certificate; this guards a server set up otherwise.
+            await abort(context, grpc.StatusCode.UNAUTHENTICATED, "writes need a client certificate")
+        return identity
+
+    def _record(self, obj: Message, reason: str, result: str, identity: str) -> None:
+        """The Event is written after the answer, best effort: a write's latency stays the write's."""
+        if self.events is None:
+            return
+        task = asyncio.create_task(
+            self.events.normal(obj, reason, f"{result} by {identity or 'an unauthenticated client'}"))
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
 
     async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
+        identity = await self._identity(context)
         doc = document(request)
         if isinstance(doc, Review):
             return _response(doc)
         with tracer.start_as_current_span("webhook.apply") as span:
             try:
-                outcome: Outcome = await self.admission.apply(doc)
+                outcome: Outcome = await self.admission.apply(doc, applied_by=identity)
             except Conflict as e:
                 await abort(context, grpc.StatusCode.ABORTED, str(e))
             review = outcome.review
@@ -109,8 +138,10 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
                 span.set_attribute("flotilla.object", f"{_kind(review.obj)}/{meta_of(review.obj).name}")
                 # Only a review with an object can be allowed.
                 if review.allowed:
-                    log.info("event=apply kind=%s key=%s result=%s", _kind(review.obj),
-                             object_key_of(review.obj), outcome.result)
+                    log.info("event=apply kind=%s key=%s result=%s by=%s", _kind(review.obj),
+                             object_key_of(review.obj), outcome.result, identity or "-")
+                    if outcome.result != UNCHANGED:
+                        self._record(review.obj, "Applied", outcome.result, identity)
             return _response(review, outcome.result)
 
     async def Default(self, request: Request, context: grpc.aio.ServicerContext
@@ -129,16 +160,19 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
 
     async def Delete(self, request: webhook_pb2.DeleteRequest, context: grpc.aio.ServicerContext
                      ) -> webhook_pb2.DeleteResponse:
+        identity = await self._identity(context)
         try:
-            result = await self.admission.delete(request.api_version, request.kind, request.namespace,
-                                                 request.name, request.resource_version)
+            result, deleted = await self.admission.delete(request.api_version, request.kind, request.namespace,
+                                                          request.name, request.resource_version)
         except NotFound as e:
             await abort(context, grpc.StatusCode.NOT_FOUND, str(e))
         except Conflict as e:
             await abort(context, grpc.StatusCode.ABORTED, str(e))
         except registry.UnknownResourceError as e:
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        log.info("event=delete kind=%s name=%s/%s result=%s", request.kind, request.namespace, request.name, result)
+        log.info("event=delete kind=%s name=%s/%s result=%s by=%s", request.kind, request.namespace, request.name,
+                 result, identity or "-")
+        self._record(deleted, "Deleted", result, identity)
         return webhook_pb2.DeleteResponse(result=result)
 
 

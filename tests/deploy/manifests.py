@@ -89,10 +89,12 @@ def swap_ports(value: str, ports: Mapping[int, int]) -> str:
 
 
 def local_process(objs: tuple[Obj, ...], container: Obj, *, pod_name: str, etcd_endpoint: str,
-                  ports: Mapping[int, int]) -> tuple[list[str], dict[str, str]]:
+                  ports: Mapping[int, int], mounts: Mapping[str, str] | None = None
+                  ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment (FLOTILLA_* and the container's own variables only) that
     `container` gives, run here: `python` is this interpreter, the pod's IP is 127.0.0.1, the etcd
-    endpoint is `etcd_endpoint` and each container port is moved to its entry in `ports`."""
+    endpoint is `etcd_endpoint`, each container port is moved to its entry in `ports` and a
+    path under a volume's mount path to the local directory `mounts` gives for it."""
     field_values = {"metadata.name": pod_name, "status.podIP": "127.0.0.1", "metadata.namespace": "flotilla-system"}
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
@@ -103,7 +105,7 @@ def local_process(objs: tuple[Obj, ...], container: Obj, *, pod_name: str, etcd_
             env[var["name"]] = expand(var["value"], env)
         else:
             env[var["name"]] = field_values[var["valueFrom"]["fieldRef"]["fieldPath"]]
-    env = {k: swap_ports(v, ports) for k, v in env.items()}
+    env = {k: swap_mounts(swap_ports(v, ports), mounts or {}) for k, v in env.items()}
     if "FLOTILLA_ETCD_ENDPOINTS" in env:
         env["FLOTILLA_ETCD_ENDPOINTS"] = etcd_endpoint
     command = list(container.get("command") or image_entrypoint())
@@ -111,3 +113,10 @@ def local_process(objs: tuple[Obj, ...], container: Obj, *, pod_name: str, etcd_
         command[0] = sys.executable
     args = [swap_ports(expand(a, env), ports) for a in container.get("args", [])]
     return command + args, env
+
+
+def swap_mounts(value: str, mounts: Mapping[str, str]) -> str:
+    for mount, local in mounts.items():
+        if value.startswith(mount + "/"):
+            return local + value[len(mount):]
+    return value

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import subprocess
 import time
 import urllib.request
@@ -16,9 +17,11 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from flotilla import tls
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import list_endpoints
+from tests.conftest import Security
 from tests.deploy.manifests import (
     KUBECTL,
     KUSTOMIZATIONS,
@@ -113,7 +116,7 @@ def test_deployment_follows_the_rules(name: str) -> None:
     assert {"grpc", "metrics"} <= ports.keys()
 
     probes = {k: container[f"{k}Probe"]["grpc"] for k in ("startup", "readiness", "liveness")}
-    assert {p["port"] for p in probes.values()} == {ports["grpc"]}
+    assert {p["port"] for p in probes.values()} == {ports["health"]}
     assert probes["readiness"]["service"] == module
     assert probes["liveness"].get("service", "") == ""
 
@@ -123,7 +126,12 @@ def test_deployment_follows_the_rules(name: str) -> None:
     assert flags["FLOTILLA_LEADER_ELECT"] == "true"
     assert flags["FLOTILLA_LISTEN_ADDRESS"].endswith(f":{ports['grpc']}")
     assert flags["FLOTILLA_METRICS_PORT"] == str(ports["metrics"])
-    etcd_service = re.fullmatch(r"http://([a-z0-9-]+):(\d+)", flags["FLOTILLA_ETCD_ENDPOINTS"])
+    # The kubelet cannot present a client certificate: probes use the plain health-only port.
+    assert flags["FLOTILLA_HEALTH_PORT"] == str(ports["health"])
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {str(Path(flags[f]).parent) for f in ("FLOTILLA_TLS_CERT", "FLOTILLA_ETCD_CERT",
+                                                  "FLOTILLA_ENCRYPTION_KEY_FILE")} <= mounts
+    etcd_service = re.fullmatch(r"https://([a-z0-9-]+):(\d+)", flags["FLOTILLA_ETCD_ENDPOINTS"])
     assert etcd_service, flags["FLOTILLA_ETCD_ENDPOINTS"]
     etcd = one(objs, "Service", etcd_service.group(1))
     assert int(etcd_service.group(2)) in {p["port"] for p in etcd["spec"]["ports"]}
@@ -149,7 +157,8 @@ def test_etcd_members_name_each_other(kustomization: str, members: int) -> None:
     peers = dict(m.split("=", 1) for m in env["ETCD_INITIAL_CLUSTER"].split(","))
     name = etcd["metadata"]["name"]
     host = headless["metadata"]["name"]
-    assert peers == {f"{name}-{i}": f"http://{name}-{i}.{host}:2380" for i in range(members)}
+    assert peers == {f"{name}-{i}": f"https://{name}-{i}.{host}:2380" for i in range(members)}
+    assert env["ETCD_CLIENT_CERT_AUTH"] == env["ETCD_PEER_CLIENT_CERT_AUTH"] == "true"
     pdb = one(objs, "PodDisruptionBudget", "flotilla-etcd")
     labels = etcd["spec"]["template"]["metadata"]["labels"]
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
@@ -182,6 +191,18 @@ async def _health(address: str, service: str) -> int:
         return int(reply.status)
 
 
+def secret_volumes(directory: Path, name: str, security: Security) -> dict[str, str]:
+    """What the Secrets a service mounts would hold: its certificate (of the session's CA) as a
+    kubernetes.io/tls Secret holds one, and the session's encryption keys."""
+    certificate = tls.Authority(security.pki, "unused").issue(name, name, list(tls.LOOPBACK))
+    (directory / "tls").mkdir(parents=True)
+    for target, source in (("tls.crt", certificate.cert), ("tls.key", certificate.key), ("ca.crt", certificate.ca)):
+        shutil.copy(source, directory / "tls" / target)
+    (directory / "encryption").mkdir()
+    shutil.copy(security.key_file, directory / "encryption" / "keys.yaml")
+    return {"/etc/flotilla/tls": str(directory / "tls"), "/etc/flotilla/encryption": str(directory / "encryption")}
+
+
 def _tail(log: Path) -> str:
     return log.read_text()[-2000:]
 
@@ -201,8 +222,8 @@ async def _serving(address: str, services: set[str], proc: subprocess.Popen[byte
 
 
 @pytest.mark.e2e
-async def test_each_deployment_starts_locally_and_answers_its_probes(private_etcd: EmbeddedEtcd,
-                                                                     tmp_path: Path) -> None:
+async def test_each_deployment_starts_locally_and_answers_its_probes(private_etcd: EmbeddedEtcd, tmp_path: Path,
+                                                                     security: Security) -> None:
     """Every service, started at once from its rendered container spec (command from the image's
     ENTRYPOINT, args, envFrom and env) with only the etcd endpoint and the ports replaced."""
     objs = render("base")
@@ -214,7 +235,7 @@ async def test_each_deployment_starts_locally_and_answers_its_probes(private_etc
             ports = {p["containerPort"]: free_port() for p in container["ports"]}
             pod = f"flotilla-{name}-smoke"
             argv, env = local_process(objs, container, pod_name=pod, etcd_endpoint=private_etcd.endpoint,
-                                      ports=ports)
+                                      ports=ports, mounts=secret_volumes(tmp_path / name, name, security))
             log = tmp_path / f"{name}.log"
             with log.open("wb") as out:
                 proc = subprocess.Popen(argv, env={**clean, **env}, cwd=tmp_path, stdout=out,

@@ -1,5 +1,8 @@
 """One way to start and stop a control plane for an e2e module: `flotilla up` with simulated
-members and the demo profile, on a free port and in its own directory, always taken down."""
+members and the demo profile, on a free port and in its own directory, always taken down.
+Its certificates are signed by the session's CA and its Secrets encrypted with the session's
+keys (tests/conftest.py `security`), so the tests' client certificate and key file are good
+for every plane."""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from flotilla.crypto import ENV_KEY_FILE
 from flotilla.store.embedded import free_port
+from flotilla.tls import ENV_CA
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
@@ -25,13 +30,16 @@ def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra:
     `flotilla up` gives every service."""
     data_dir = tmp_path_factory.mktemp("plane")
     port = free_port()
+    pki = Path(os.environ[ENV_CA]).parent
     up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
-                         str(port), "--sim-clusters", str(clusters), "--profile", "demo", *extra],
+                         str(port), "--sim-clusters", str(clusters), "--profile", "demo", "--ca-cert",
+                         str(pki / "ca.crt"), "--ca-key", str(pki / "ca.key"),
+                         "--encryption-key-file", os.environ[ENV_KEY_FILE], *extra],
                         cwd=ROOT, capture_output=True, text=True, timeout=180,
                         env={**os.environ, **env} if env else None)
     try:
         assert up.returncode == 0, up.stderr
-        yield data_dir, f"http://127.0.0.1:{port}"
+        yield data_dir, f"https://127.0.0.1:{port}"
     finally:
         subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
                        timeout=60)

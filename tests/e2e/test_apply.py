@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from flotilla.api import codec
@@ -19,6 +18,8 @@ from flotilla.cli.kinds import KnownKinds
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
+from flotilla.tls import client_tls, grpc_channel
+from services.webhook.admission import APPLIED_BY_ANNOTATION
 from tests.admission_cases import INVALID_CASES
 from tests.conftest import ROOT, CtlResult
 from tests.factories import EXAMPLE_FILES
@@ -53,7 +54,7 @@ def defaulted(etcd: EmbeddedEtcd, doc: dict[str, Any]) -> dict[str, Any]:
             address = (await list_endpoints(s.client, "webhook"))[0].address
         finally:
             await s.close()
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with grpc_channel(address, client_tls()) as channel:
             reply = await webhook_pb2_grpc.WebhookStub(channel).Default(
                 webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
         return json.loads(reply.object_json)
@@ -65,6 +66,11 @@ def without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
     obj = json.loads(json.dumps(obj))
     for name in SERVER_FIELDS:
         obj["metadata"].pop(name, None)
+    # Who applied it is the server's to write (the client certificate's name).
+    annotations = obj["metadata"].get("annotations", {})
+    annotations.pop(APPLIED_BY_ANNOTATION, None)
+    if not annotations:
+        obj["metadata"].pop("annotations", None)
     return obj
 
 

@@ -12,7 +12,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import grpc
 import pytest
 
 from flotilla.api import registry
@@ -23,6 +22,7 @@ from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import list_endpoints
 from flotilla.store.informer import Informer
+from flotilla.tls import client_tls, grpc_channel
 from tests.conftest import ROOT, CtlResult, start_service, stop_service
 from tests.watching import Watch
 
@@ -107,7 +107,7 @@ async def cluster_health(etcd: EmbeddedEtcd, cluster: str) -> status_pb2.Cluster
         (endpoint,) = await list_endpoints(store.client, "status")
     finally:
         await store.close()
-    async with grpc.aio.insecure_channel(endpoint.address) as channel:
+    async with grpc_channel(endpoint.address, client_tls()) as channel:
         return await status_pb2_grpc.ClusterHealthStub(channel).GetClusterHealth(
             status_pb2.GetClusterHealthRequest(cluster=cluster), timeout=5)
 

@@ -1,14 +1,17 @@
 """`flotilla demo` end to end: run as a user runs it (its own data dir, a tmp HOME from conftest),
-it narrates every step, exits 0, stops its plane and leaves the user's current-context pointer alone."""
+it narrates every step, exits 0, stops its plane and leaves the user's current-context pointer alone;
+and no member credential shows up in its output or in any log line of its processes."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from flotilla import context as ctx
 from tests.conftest import ROOT
@@ -76,3 +79,17 @@ def test_demo_narrates_every_step_and_stops(tmp_path: Path) -> None:
     assert not (data_dir / "run.json").exists()
     assert not ctx.Context.path(data_dir).exists()
     assert pointer.read_text() == f"{other}\n"
+    assert_no_credential_leaks(data_dir, result.stdout + result.stderr)
+
+
+def assert_no_credential_leaks(data_dir: Path, output: str) -> None:
+    """The members' tokens (from the simulator's kubeconfigs), raw or base64, appear in no log
+    line of the plane's processes and nowhere in the command's output."""
+    tokens = [user["user"]["token"] for path in sorted((data_dir / "sim" / "kubeconfigs").glob("*.yaml"))
+              for user in yaml.safe_load(path.read_text())["users"]]
+    assert tokens
+    forms = [form for token in tokens for form in (token, base64.b64encode(token.encode()).decode())]
+    for path in sorted((data_dir / "logs").glob("*.log")):
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            assert not any(form in line for form in forms), f"a member token in {path.name}:{number}"
+    assert not any(form in output for form in forms), "a member token in the command's output"

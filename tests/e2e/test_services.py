@@ -10,14 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from flotilla.crypto import ENV_KEY_FILE
 from flotilla.local import SERVICES
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import Endpoint, list_endpoints
+from flotilla.tls import client_tls, grpc_channel, process_env
 from tests.conftest import start_service, stop_service
 from tests.e2e.planes import BIN
 
@@ -31,7 +32,7 @@ def test_webhook_serves_health_and_reflection(etcd: EmbeddedEtcd, tmp_path: Path
             store = await Store.connect(etcd.endpoint)
             try:
                 mine = [e for e in await list_endpoints(store.client, "webhook") if e.pid == proc.pid]
-                async with grpc.aio.insecure_channel(mine[0].address) as channel:
+                async with grpc_channel(mine[0].address, client_tls()) as channel:
                     reply = await health_pb2_grpc.HealthStub(channel).Check(
                         health_pb2.HealthCheckRequest(), timeout=5)
                     assert reply.status == health_pb2.HealthCheckResponse.SERVING
@@ -63,16 +64,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) 
 def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
     data_dir = tmp_path / "plane"
     port = free_port()
-    # No endpoint anywhere: flotillactl finds the plane through the context `up` records.
+    # No endpoint anywhere: flotillactl finds the plane through the context `up` records, and
+    # with it the plane's client certificate and key file (none set in the environment).
     config = tmp_path / "config"
-    env = {"XDG_CONFIG_HOME": str(config)}
+    env = {"XDG_CONFIG_HOME": str(config), **{name: "" for name in (*process_env(client_tls()), ENV_KEY_FILE)}}
     up = run_cli(str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port", str(port),
                  "--sim-clusters", "3", "--profile", "demo", env=env)
     try:
         assert up.returncode == 0, up.stderr
-        assert up.stdout.strip().splitlines()[-1] == f"export FLOTILLA_ETCD_ENDPOINTS=http://127.0.0.1:{port}"
+        assert up.stdout.strip().splitlines()[-1] == f"export FLOTILLA_ETCD_ENDPOINTS=https://127.0.0.1:{port}"
         assert (config / "flotilla" / "current").read_text().strip() == str(data_dir.resolve())
-        assert json.loads((data_dir / "context.json").read_text())["etcd_endpoints"] == f"http://127.0.0.1:{port}"
+        assert json.loads((data_dir / "context.json").read_text())["etcd_endpoints"] == f"https://127.0.0.1:{port}"
         # `up` returned only once every member is Ready: no waiting here.
         clusters = run_cli(str(BIN / "flotillactl"), "get", "clusters", "--no-headers", env=env)
         assert [line.split()[:4] for line in clusters.stdout.splitlines()] == [

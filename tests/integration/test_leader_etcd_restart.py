@@ -8,13 +8,13 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.runtime.health import REASON_METADATA
 from flotilla.runtime.service import Runner, ServiceContext, ServiceSpec, build_parser
 from flotilla.store.embedded import EmbeddedEtcd
+from flotilla.tls import client_tls, grpc_channel
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ class Service:
         self.task = asyncio.create_task(self.runner.run())
 
     async def health(self) -> tuple[int, str]:
-        async with grpc.aio.insecure_channel(self.runner.address) as channel:
+        async with grpc_channel(self.runner.address, client_tls()) as channel:
             call = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
             reply = await call
             reasons = [str(v) for k, v in (await call.trailing_metadata() or ()) if k == REASON_METADATA]

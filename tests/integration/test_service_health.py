@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.runtime.service import Runner, ServiceContext, ServiceSpec, build_parser
 from flotilla.store import Store
+from flotilla.tls import client_tls, grpc_channel
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ async def test_a_dead_task_turns_the_service_not_serving_until_it_is_restarted(s
             await failing.wait()
             while not runner.address:
                 await asyncio.sleep(0.01)
-        async with grpc.aio.insecure_channel(runner.address) as channel:
+        async with grpc_channel(runner.address, client_tls()) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
 
             async def status() -> int:

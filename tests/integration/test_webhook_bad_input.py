@@ -18,10 +18,11 @@ from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.webhook_client import ADDRESS_ENV
 from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
+from flotilla.tls import client_tls, grpc_channel
 from services.webhook.admission import Admission
 from services.webhook.servicer import WebhookServicer, add_to_server
 from tests.cli_runner import flotillactl
-from tests.conftest import wipe_objects
+from tests.conftest import Security, wipe_objects
 from tests.hostile_documents import HOSTILE, Hostile, raw_request
 from tests.property.strategies import mutated_documents, request_for
 
@@ -29,11 +30,13 @@ APPLY = "/flotilla.v1.Webhook/Apply"
 
 
 @pytest.fixture
-async def webhook_address(store: Store, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
-    """The webhook servicer on a gRPC server of its own (free port), and flotillactl pointed at it."""
+async def webhook_address(store: Store, security: Security,
+                          monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
+    """The webhook servicer on a gRPC server of its own (free port, mutual TLS as a plane's), and
+    flotillactl pointed at it."""
     server = grpc.aio.server()
     add_to_server(WebhookServicer(Admission(store, RealClock())), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_secure_port("127.0.0.1:0", security.client.server_credentials())
     await server.start()
     address = f"127.0.0.1:{port}"
     monkeypatch.setenv(ADDRESS_ENV, address)
@@ -48,7 +51,7 @@ async def revision(store: Store) -> int:
 
 
 async def apply_raw(address: str, body: bytes) -> webhook_pb2.AdmissionResponse:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with grpc_channel(address, client_tls()) as channel:
         call = channel.unary_unary(APPLY, request_serializer=lambda raw: raw,
                                    response_deserializer=webhook_pb2.AdmissionResponse.FromString)
         response: webhook_pb2.AdmissionResponse = await call(raw_request(body), timeout=30)
@@ -99,7 +102,7 @@ async def test_a_request_past_grpcs_limit_is_refused_before_admission(store: Sto
 @given(doc=mutated_documents())
 async def test_a_rejected_apply_writes_nothing(doc: dict[str, Any], store: Store, webhook_address: str) -> None:
     before = await revision(store)
-    async with grpc.aio.insecure_channel(webhook_address) as channel:
+    async with grpc_channel(webhook_address, client_tls()) as channel:
         response = await webhook_pb2_grpc.WebhookStub(channel).Apply(request_for(doc), timeout=30)
     if response.allowed:
         # Accepted ones are written; remove them so that every example starts from the same etcd.

@@ -1,0 +1,269 @@
+"""Certificates: a local certificate authority and the certificates it signs, and the TLS
+settings a process uses to serve and to call.
+
+`flotilla up` keeps a plane's CA in `<data-dir>/pki/` and signs one certificate per process
+there: etcd's, one per service (its common name is the service's identity) and `admin`, the
+client certificate `flotillactl` finds through the current context. The simulator signs its
+serving certificate with a CA of its own made by the same code.
+
+Which files a process uses: its flags (`--tls-*`, `--etcd-*`), else the `FLOTILLA_*`
+variables named below, else (for tools) the current context. An `https://` etcd endpoint
+means TLS to etcd; an `http://` one means plain, whatever certificates are configured.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import ssl
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+# gRPC: a service's serving (and calling) identity, or a tool's client identity.
+ENV_CA, ENV_CERT, ENV_KEY = "FLOTILLA_TLS_CA", "FLOTILLA_TLS_CERT", "FLOTILLA_TLS_KEY"
+# etcd's client side, named as etcdctl names them.
+ENV_ETCD_CA, ENV_ETCD_CERT, ENV_ETCD_KEY = "FLOTILLA_ETCD_CACERT", "FLOTILLA_ETCD_CERT", "FLOTILLA_ETCD_KEY"
+
+CA_LIFETIME = timedelta(days=3650)
+LEAF_LIFETIME = timedelta(days=365)
+# Clocks of clients and a freshly made certificate may disagree by a little.
+_BACKDATE = timedelta(hours=1)
+LOOPBACK = ("127.0.0.1", "localhost")
+
+
+class TLSError(ValueError):
+    """Certificate files missing or unusable; the message names the file or flag."""
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """A CA bundle to verify the other side, and this side's certificate and key."""
+
+    ca: str
+    cert: str
+    key: str
+
+    @classmethod
+    def given(cls, ca: str | None, cert: str | None, key: str | None, what: str) -> TLSFiles | None:
+        """All three, or none (None); a clear error naming what is missing otherwise."""
+        values = {"CA": ca or "", "certificate": cert or "", "key": key or ""}
+        if not any(values.values()):
+            return None
+        missing = [name for name, value in values.items() if not value]
+        if missing:
+            raise TLSError(f"{what}: the {' and '.join(missing)} file is missing (give CA, certificate and key)")
+        for value in values.values():
+            if not Path(value).is_file():
+                raise TLSError(f"{what}: {value} does not exist")
+        return cls(values["CA"], values["certificate"], values["key"])
+
+    def read(self) -> tuple[bytes, bytes, bytes]:
+        return Path(self.ca).read_bytes(), Path(self.cert).read_bytes(), Path(self.key).read_bytes()
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        """Mutual TLS: a caller without a certificate this CA signed is refused at the handshake."""
+        ca, cert, key = self.read()
+        return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca, require_client_auth=True)
+
+    def channel_credentials(self) -> grpc.ChannelCredentials:
+        ca, cert, key = self.read()
+        return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.ca)
+        context.load_cert_chain(self.cert, self.key)
+        return context
+
+
+def from_env(ca_var: str, cert_var: str, key_var: str) -> TLSFiles | None:
+    return TLSFiles.given(os.environ.get(ca_var), os.environ.get(cert_var), os.environ.get(key_var),
+                          f"{ca_var}/{cert_var}/{key_var}")
+
+
+def is_tls_endpoint(endpoints: str) -> bool:
+    return endpoints.split(",")[0].strip().lower().startswith("https://")
+
+
+def etcd_client_tls(endpoints: str) -> TLSFiles | None:
+    """What a process without `--etcd-*` flags uses for etcd: nothing for http://; for https://
+    the FLOTILLA_ETCD_* variables, else the current context's client certificate when that
+    context is this etcd's."""
+    if not is_tls_endpoint(endpoints):
+        return None
+    found = from_env(ENV_ETCD_CA, ENV_ETCD_CERT, ENV_ETCD_KEY) or _context_tls(endpoints)
+    if found is None:
+        raise TLSError(f"etcd at {endpoints} speaks TLS: give its CA and a client certificate "
+                       f"(--etcd-cacert/--etcd-cert/--etcd-key, or {ENV_ETCD_CA}/{ENV_ETCD_CERT}/{ENV_ETCD_KEY})")
+    return found
+
+
+def client_tls() -> TLSFiles | None:
+    """A tool's gRPC client certificate: FLOTILLA_TLS_*, else the current context's."""
+    return from_env(ENV_CA, ENV_CERT, ENV_KEY) or _context_tls(None)
+
+
+def _context_tls(endpoints: str | None) -> TLSFiles | None:
+    from flotilla.context import ContextError, current_context
+
+    try:
+        context = current_context()
+    except ContextError:
+        return None
+    if context is None or (endpoints is not None and context.etcd_endpoints != endpoints):
+        return None
+    return context.tls()
+
+
+def grpc_channel(address: str, tls: TLSFiles | None, server_name: str = "") -> grpc.aio.Channel:
+    """A channel to a service: mutual TLS with `tls`, plain without. `server_name` is the name
+    its certificate must carry when that is not the address's host (a pod IP, say)."""
+    if tls is None:
+        return grpc.aio.insecure_channel(address)
+    options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
+    return grpc.aio.secure_channel(address, tls.channel_credentials(), options=options)
+
+
+def server_name(cert_path: str) -> str:
+    """The first DNS name a certificate is for ("" without one): what a service registers so
+    that callers reaching it at an address its certificate does not name can still verify it."""
+    cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return ""
+    dns = names.get_values_for_type(x509.DNSName)
+    return dns[0] if dns else ""
+
+
+def peer_identity(context: grpc.aio.ServicerContext) -> str:
+    """The common name of the caller's verified client certificate; "" without one."""
+    names = context.auth_context().get("x509_common_name") or []
+    return names[0].decode() if names else ""
+
+
+# -- the certificate authority ---------------------------------------------------------
+
+
+class Authority:
+    """A CA kept in `directory` (ca.crt, ca.key): loaded when there, made otherwise, or taken
+    from the given files (a CA of the user's own)."""
+
+    def __init__(self, directory: Path, common_name: str, ca_cert: Path | None = None,
+                 ca_key: Path | None = None) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        cert_path, key_path = ca_cert or directory / "ca.crt", ca_key or directory / "ca.key"
+        if cert_path.exists() and key_path.exists():
+            key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+            if not isinstance(key, ec.EllipticCurvePrivateKey):
+                raise TLSError(f"{key_path} is not an EC private key")
+            self.key = key
+            self.cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        elif ca_cert or ca_key:
+            raise TLSError(f"CA files {cert_path} and {key_path} must both exist")
+        else:
+            self.key, self.cert = new_ca(common_name)
+            write_file(key_path, key_pem(self.key), private=True)
+            write_file(cert_path, self.cert.public_bytes(serialization.Encoding.PEM))
+        self.ca_pem = self.cert.public_bytes(serialization.Encoding.PEM)
+        self.ca_path = directory / "ca.crt"
+        if cert_path != self.ca_path:
+            write_file(self.ca_path, self.ca_pem)
+
+    def issue(self, name: str, common_name: str, hosts: list[str], *, server: bool = True,
+              client: bool = True) -> TLSFiles:
+        """A new key and certificate `<name>.crt`/`<name>.key` in the directory."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = leaf_cert(key, self.key, self.cert, common_name, hosts, server=server, client=client)
+        files = TLSFiles(str(self.ca_path), str(self.directory / f"{name}.crt"), str(self.directory / f"{name}.key"))
+        write_file(Path(files.key), key_pem(key), private=True)
+        write_file(Path(files.cert), cert.public_bytes(serialization.Encoding.PEM))
+        return files
+
+
+def new_ca(common_name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE).not_valid_after(now + CA_LIFETIME)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def leaf_cert(key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate,
+              common_name: str, hosts: list[str], *, server: bool = True, client: bool = False,
+              lifetime: timedelta = LEAF_LIFETIME) -> x509.Certificate:
+    usages = [usage for usage, wanted in ((ExtendedKeyUsageOID.SERVER_AUTH, server),
+                                          (ExtendedKeyUsageOID.CLIENT_AUTH, client)) if wanted]
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    now = datetime.now(UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(ca_cert.subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE).not_valid_after(now + lifetime)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return builder.sign(ca_key, hashes.SHA256())
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def write_file(path: Path, data: bytes, private: bool = False) -> None:
+    # Written to a temporary name then renamed, so a concurrent reader never sees half a file.
+    temporary = path.with_name(f".{path.name}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(temporary, path)
+
+
+def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | None = None,
+                       ca_key: Path | None = None) -> dict[str, TLSFiles]:
+    """What `flotilla up` gives each process it starts: a certificate whose common name is the
+    process's name, for loopback, usable to serve and to call (etcd's included), signed by the
+    plane's CA (made in `directory`, or the given one); and `admin`, the tools' client
+    certificate."""
+    authority = Authority(directory, "flotilla-ca", ca_cert, ca_key)
+    issued = {name: authority.issue(name, name, list(LOOPBACK)) for name in processes}
+    issued["admin"] = authority.issue("admin", "admin", [], server=False, client=True)
+    return issued
+
+
+def process_env(files: TLSFiles | None, etcd: bool = True) -> dict[str, str]:
+    """The variables that make a process use `files` for gRPC (and for etcd)."""
+    if files is None:
+        return {}
+    env = {ENV_CA: files.ca, ENV_CERT: files.cert, ENV_KEY: files.key}
+    if etcd:
+        env.update({ENV_ETCD_CA: files.ca, ENV_ETCD_CERT: files.cert, ENV_ETCD_KEY: files.key})
+    return env

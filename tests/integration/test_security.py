@@ -1,0 +1,151 @@
+"""The secure default path against a real etcd and a real webhook process (both started by
+tests/conftest.py with the session's certificates): a client without a certificate is refused
+by each; Secrets are encrypted in etcd and rotation re-encrypts them; writes name their author."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import aetcd
+import aetcd.exceptions
+import aetcd.rpc
+import grpc
+import pytest
+
+from flotilla.api import codec, registry
+from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
+from flotilla.cli.webhook_client import WebhookClient
+from flotilla.credentials import SECRET_TYPE, secret_document
+from flotilla.crypto import PREFIX, EncryptionKeys, Key
+from flotilla.member import Credentials
+from flotilla.store import Store, StoreError
+from flotilla.store.connect import parse_endpoint
+from flotilla.store.embedded import EmbeddedEtcd
+from flotilla.store.endpoints import list_endpoints
+from flotilla.store.events import events_for
+from flotilla.store.objects import SECRETS_PREFIX
+from services.webhook.admission import APPLIED_BY_ANNOTATION
+from tests.conftest import CtlResult, Security
+
+pytestmark = pytest.mark.integration
+
+
+def _trusting_only(ca: str) -> grpc.ChannelCredentials:
+    """TLS that verifies the server but shows no client certificate."""
+    return grpc.ssl_channel_credentials(Path(ca).read_bytes())
+
+
+async def test_etcd_refuses_a_client_without_a_certificate(etcd: EmbeddedEtcd, security: Security) -> None:
+    host, port = parse_endpoint(etcd.endpoint)
+    plain = aetcd.Client(host=host, port=port, timeout=5)
+    try:
+        with pytest.raises(aetcd.exceptions.ClientError):
+            await plain.get(b"/flotilla/")
+    finally:
+        await plain.close()
+    # Trusting etcd is not enough: etcd wants a certificate of the client.
+    ca_only = _trusting_only(security.etcd.ca)
+    async with grpc.aio.secure_channel(f"{host}:{port}", ca_only) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await aetcd.rpc.KVStub(channel).Range(aetcd.rpc.RangeRequest(key=b"/flotilla/"), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_the_webhook_refuses_a_client_without_a_certificate(
+        webhook: subprocess.Popen[bytes], store: Store, security: Security) -> None:
+    endpoint = next(e for e in await list_endpoints(store.client, "webhook") if e.pid == webhook.pid)
+    assert endpoint.extra.get("tls") == "mutual"
+    request = webhook_pb2.AdmissionRequest(object_json="{}")
+    ca_only = _trusting_only(security.client.ca)
+    for channel in (grpc.aio.insecure_channel(endpoint.address),
+                    grpc.aio.secure_channel(endpoint.address, ca_only)):
+        async with channel:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await webhook_pb2_grpc.WebhookStub(channel).Apply(request, timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_writes_record_who_made_them(webhook: subprocess.Popen[bytes], store: Store) -> None:
+    client = WebhookClient(store)
+    document = {"apiVersion": "v1", "kind": "ConfigMap",
+                # A document's own claim of authorship is replaced by the certificate's name.
+                "metadata": {"name": "settings", "namespace": "default",
+                             "annotations": {APPLIED_BY_ANNOTATION: "someone-else"}},
+                "data": {"a": "1"}}
+    response = await client.call(lambda s: s.Apply, webhook_pb2.AdmissionRequest(object_json=json.dumps(document)))
+    assert response.allowed, response.violations
+    rt = registry.for_kind("v1", "ConfigMap")
+    stored = await store.get(rt, "default", "settings")
+    assert stored.metadata.annotations[APPLIED_BY_ANNOTATION] == "tester"
+    deleted = await client.call(lambda s: s.Delete, webhook_pb2.DeleteRequest(
+        api_version="v1", kind="ConfigMap", namespace="default", name="settings"))
+    assert deleted.result == "deleted"
+    # Events are written after the answer: wait for them.
+    wanted = {("Applied", "created by tester"), ("Deleted", "deleted by tester")}
+    async with asyncio.timeout(30):
+        while not wanted <= {(e.reason, e.message) for e in await events_for(store, stored)}:
+            await asyncio.sleep(0.05)
+
+
+def _secret(name: str, token: str) -> object:
+    return codec.from_dict(secret_document(name, Credentials(server="https://127.0.0.1:1", token=token, ca_data="")))
+
+
+async def test_secrets_are_encrypted_in_etcd_and_rotation_rewrites_them(store: Store) -> None:
+    assert store.keys is not None
+    token = f"token-{uuid.uuid4()}"
+    key = f"{SECRETS_PREFIX}karmada-cluster/member1".encode()
+
+    async def raw(etcd_key: bytes) -> bytes:
+        got = await store.client.get(etcd_key)
+        return bytes(got.value)
+
+    def plaintext_in(value: bytes) -> bool:
+        return token.encode() in value or base64.b64encode(token.encode()) in value
+
+    await store.create(_secret("member1", token))  # type: ignore[arg-type]
+    sealed = await raw(key)
+    assert sealed.startswith(PREFIX + store.keys.current.encode() + b":") and not plaintext_in(sealed)
+    # A Secret from before encryption was turned on: plaintext, readable, encrypted by a rewrite.
+    unencrypted = Store(store.client, endpoints=store.endpoints)
+    await unencrypted.create(_secret("member2", token))  # type: ignore[arg-type]
+    assert plaintext_in(await raw(key.replace(b"member1", b"member2")))
+
+    # Rotation: a new key first, the old one still listed; the rewrite moves both to the new key.
+    new = Key("rotated", os.urandom(32))
+    rotated = Store(store.client, endpoints=store.endpoints, keys=EncryptionKeys([new, *store.keys.keys]))
+    assert await rotated.rewrite_secrets() == (2, 2)
+    assert await rotated.rewrite_secrets() == (0, 2)
+    for name in ("member1", "member2"):
+        value = await raw(key.replace(b"member1", name.encode()))
+        assert value.startswith(PREFIX + b"rotated:") and not plaintext_in(value)
+    # The old key can go; a process still holding only the old key cannot read them.
+    only_new = Store(store.client, endpoints=store.endpoints, keys=EncryptionKeys([new]))
+    secret = await only_new.get(SECRET_TYPE, "karmada-cluster", "member1")
+    assert json.loads(secret.content)["data"]["token"] == base64.b64encode(token.encode()).decode()
+    with pytest.raises(StoreError, match="encrypted with key 'rotated'"):
+        await store.get(SECRET_TYPE, "karmada-cluster", "member1")
+
+
+def test_flotillactl_secrets_rewrite_encrypts_what_is_not(clean_etcd: EmbeddedEtcd,
+                                                          ctl: Callable[..., CtlResult]) -> None:
+    async def write_plaintext() -> None:
+        store = await Store.connect(clean_etcd.endpoint)
+        try:
+            unencrypted = Store(store.client, endpoints=store.endpoints)
+            await unencrypted.create(_secret("member1", "t0k3n"))  # type: ignore[arg-type]
+        finally:
+            await store.close()
+
+    asyncio.run(write_plaintext())
+    assert ctl("secrets", "rewrite").out == "1 of 1 secrets re-encrypted with key key1\n"
+    assert ctl("secrets", "rewrite").out == "0 of 1 secrets re-encrypted with key key1 (all were already)\n"
+    shown = ctl("get", "secrets", "-n", "karmada-cluster", "-o", "yaml")
+    assert "<redacted: 5 bytes>" in shown.out and "dDBrM24=" not in shown.out
