@@ -59,3 +59,24 @@ async def test_a_result_lost_to_a_status_write_is_decided_again(store: MemorySto
     assert [t.name for t in placed.spec.clusters] == ["member1"]
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_placement_and_its_scheduled_status_are_one_write(store: MemoryStore) -> None:
+    """Issue 14: every write to a binding is an etcd write, and a failover reschedules many at once."""
+    await store.create(cluster("member1"))
+    binding = await store.create(rb("web", {"clusterAffinity": {"clusterNames": ["member1"]}}))
+    clusters = Informer(store, registry.CLUSTER)
+    task = asyncio.create_task(clusters.run())
+    await clusters.wait_synced()
+    clock = RealClock()
+    ledger = CapacityLedger(clock, 5.0)
+    scheduler = BindingScheduler(store, clock, registry.RESOURCE_BINDING, StaleView(binding),  # type: ignore[arg-type]
+                                 ClusterView(clusters, clock, ledger), Framework.build("*", installed={}), ledger,
+                                 SchedulerOptions())
+    await scheduler.reconcile(KEY)
+    placed = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
+    assert [t.name for t in placed.spec.clusters] == ["member1"]
+    assert placed.status.scheduler_observed_generation == placed.metadata.generation
+    assert int(placed.metadata.resource_version) == int(binding.metadata.resource_version) + 1, "one write"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
