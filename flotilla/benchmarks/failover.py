@@ -59,6 +59,10 @@ FAST_WAITS = {
     # Tasks must go because the new placement is Healthy, never because they aged out.
     "FLOTILLA_GRACEFUL_EVICTION_TIMEOUT": "10m",
     "FLOTILLA_POD_READY_DELAY": "0s",
+    # Not waits of a failover: the demo's 3 s leader lease and 5 s endpoint TTL lapse on a loaded
+    # machine, and a leader re-elected mid-failover is the election's cost, not the failover's.
+    "FLOTILLA_LEADER_ELECT_LEASE_DURATION": "15s",
+    "FLOTILLA_ENDPOINT_TTL": "10s",
 }
 
 
