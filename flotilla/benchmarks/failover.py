@@ -476,8 +476,14 @@ def _stop_prober(prober: subprocess.Popen[str] | None) -> dict[str, Any] | None:
     return dict(json.loads(out)) if out.strip() else None
 
 
+def _stop_on_sigterm(*_: object) -> None:
+    # As Ctrl-C does: the plane is stopped and its directory removed on the way out.
+    raise KeyboardInterrupt
+
+
 def run(opts: Options) -> dict[str, Any]:
     layout = Layout.plan(opts.clusters, opts.bindings, opts.affected)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     env = {**PROFILES["demo"], **FAST_WAITS, "FLOTILLA_CLUSTER_FAILURE_THRESHOLD": opts.failure_threshold}
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-failover-") as tmp:

@@ -192,7 +192,7 @@ class BindingScheduler:
             previous_holds = self.ledger.record(identity, before, dict(decision.clusters), request)
         span = self._failover_span(binding, trigger)
         try:
-            current = await self._write_result(binding, decision, span, trigger)
+            current = await self._write_result(binding, decision, span)
         except (Conflict, NotFound) as e:
             # Never written: take the holds back and let the newer version be scheduled.
             self._settled.pop(key, None)
@@ -237,8 +237,7 @@ class BindingScheduler:
             },
         )
 
-    async def _write_result(self, binding: Binding, decision: core.Decision, span: trace.Span | None,
-                            trigger: Trigger) -> Binding:
+    async def _write_result(self, binding: Binding, decision: core.Decision, span: trace.Span | None) -> Binding:
         """spec.clusters, the applied-placement annotation and the Scheduled status, in one
         compare-and-swap: a reschedule is one write to the binding, not two."""
         if decision.clusters is None:
@@ -252,16 +251,11 @@ class BindingScheduler:
         if span is not None:
             span.set_attribute("flotilla.clusters", _targets_text(decision.clusters))
             updated.metadata.annotations[TRACEPARENT_ANNOTATION] = traceparent(span)
-        # A Duplicated or non-workload binding is looked at again on every change of it or of a
-        # cluster; when that changes nothing, a new lastScheduledTime would be a write (and a
-        # resync of every Work by the executor) that says nothing.
-        stamp = (trigger is not Trigger.ALWAYS or updated.spec.clusters != binding.spec.clusters
-                 or not binding.status.HasField("last_scheduled_time"))
         return await self.store.update(updated, original=binding,
-                                       status_change=self._status_change(decision, self.clock.now(), stamp))
+                                       status_change=self._status_change(decision, self.clock.now()))
 
     @staticmethod
-    def _status_change(decision: core.Decision, now: datetime, stamp: bool = True) -> Callable[[Binding], bool]:
+    def _status_change(decision: core.Decision, now: datetime) -> Callable[[Binding], bool]:
         def change(binding: Binding) -> bool:
             status = binding.status
             # The generation the result was written at (a later one must be scheduled again),
@@ -277,7 +271,7 @@ class BindingScheduler:
                     status.scheduler_observed_generation = generation
                     changed = True
                 seconds = int(now.timestamp())
-                if stamp and status.last_scheduled_time.seconds != seconds:
+                if status.last_scheduled_time.seconds != seconds:
                     status.last_scheduled_time.FromSeconds(seconds)
                     changed = True
             name = decision.affinity_name

@@ -10,7 +10,7 @@ from typing import Any
 
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import FakeClock, RealClock
+from flotilla.runtime.clock import RealClock
 from flotilla.scheduler.capacity import CapacityLedger
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
@@ -81,31 +81,3 @@ async def test_a_placement_and_its_scheduled_status_are_one_write(store: MemoryS
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
-
-async def test_a_duplicated_binding_looked_at_again_for_nothing_is_not_written(store: MemoryStore) -> None:
-    """Issue 14: a Duplicated binding is decided again on every cluster change; when the
-    decision is the same, stamping a new lastScheduledTime was a write per binding (and a resync
-    of its Works) each time any member's status moved."""
-    await store.create(cluster("member1"))
-    binding = await store.create(rb("web", {"clusterAffinity": {"clusterNames": ["member1"]},
-                                            "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}))
-    clusters = Informer(store, registry.CLUSTER)
-    task = asyncio.create_task(clusters.run())
-    await clusters.wait_synced()
-    clock = FakeClock(start=RealClock().now())
-    ledger = CapacityLedger(clock, 5.0)
-    view = StaleView(binding)
-    scheduler = BindingScheduler(store, clock, registry.RESOURCE_BINDING, view,  # type: ignore[arg-type]
-                                 ClusterView(clusters, clock, ledger), Framework.build("*", installed={}), ledger,
-                                 SchedulerOptions())
-    await scheduler.reconcile(KEY)
-    placed = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
-    assert placed.status.HasField("last_scheduled_time")
-    await clock.advance(5)
-    view.binding = placed
-    scheduler.force(KEY)  # as a change of member1 does
-    await scheduler.reconcile(KEY)
-    again = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
-    assert again.metadata.resource_version == placed.metadata.resource_version
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
