@@ -12,17 +12,15 @@ from flotilla.api import registry
 from flotilla.api.bindings import key_of
 from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import RealClock
-from flotilla.scheduler.capacity import CapacityLedger
-from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType, Informer
 from services.eviction.graceful import GracefulEvictionReconciler
-from services.scheduler.reconciler import BindingScheduler, ClusterView, SchedulerOptions
 from tests.eviction_support import aggregated_for_this_generation
 from tests.scheduler_support import cluster
 from tests.taint_support import make_binding, manager, ready_cluster
 from tests.unit.cache_fake import Cache
 from tests.unit.test_eviction_graceful import binding as tasked_binding
+from tests.unit.test_scheduler_conflict_memory import scheduler_over
 from tests.unit.test_scheduler_loop_memory import rb
 
 
@@ -71,11 +69,7 @@ async def test_the_placement_write_gives_the_record_its_destinations(store: Memo
     clusters = Informer(store, registry.CLUSTER)
     task = asyncio.create_task(clusters.run())
     await clusters.wait_synced()
-    clock = RealClock()
-    ledger = CapacityLedger(clock, 5.0)
-    scheduler = BindingScheduler(store, clock, registry.RESOURCE_BINDING, Cache([pending]),  # type: ignore[arg-type]
-                                 ClusterView(clusters, clock, ledger), Framework.build("*", installed={}), ledger,
-                                 SchedulerOptions())
+    scheduler = scheduler_over(store, clusters, Cache([pending]))
     try:
         await scheduler.reconcile("default/web-deployment")
     finally:
