@@ -401,9 +401,17 @@ def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
 
 
 def bindings_affected_by_cluster(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
+    # Asked twice for each cluster change (to force the bindings, then to enqueue them): one
+    # pass over every binding answers both.
+    last: list[tuple[cluster_pb2.Cluster, cluster_pb2.Cluster | None, list[str]]] = []
+
     def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
+        if last and last[0][0] is event.obj and last[0][1] is event.old:
+            return last[0][2]
         info = ClusterInfo.from_cluster(event.obj)
-        return [object_key_of(b) for b in bindings.list() if affected_by(b, info)]
+        found = [object_key_of(b) for b in bindings.list() if affected_by(b, info)]
+        last[:] = [(event.obj, event.old, found)]
+        return found
 
     return to_keys
 
