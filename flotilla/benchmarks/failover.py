@@ -138,24 +138,27 @@ def binding_key(i: int) -> str:
 
 # -- what a binding's version says -------------------------------------------------------------
 
-def healthy_on(rb: work_pb2.ResourceBinding, cluster: str) -> bool:
-    """Placed on `cluster` alone, the scheduler caught up, and the executor reporting it
+def healthy(rb: work_pb2.ResourceBinding | None) -> bool:
+    """Placed somewhere, the scheduler caught up, and the executor reporting every target
     applied and Healthy for this very generation."""
+    if rb is None or not rb.spec.clusters:
+        return False
     generation = rb.metadata.generation
-    if [t.name for t in rb.spec.clusters] != [cluster] or rb.status.scheduler_observed_generation != generation:
+    if rb.status.scheduler_observed_generation != generation:
         return False
     fully = get_condition(rb.status.conditions, "FullyApplied")
     if fully is None or fully.observed_generation != generation:
         return False
-    return any(i.cluster_name == cluster and i.applied and i.health == "Healthy" for i in rb.status.aggregated_status)
+    reported = {i.cluster_name for i in rb.status.aggregated_status if i.applied and i.health == "Healthy"}
+    return all(t.name in reported for t in rb.spec.clusters)
 
 
 @dataclass
 class Followed:
-    """One affected binding's stage times, in monotonic seconds."""
+    """One affected binding's stage times, in monotonic seconds. Its new place is wherever the
+    scheduler puts it: a false failover during the rollout may have moved it already."""
 
     victim: str
-    backup: str
     at: dict[str, float] = field(default_factory=dict)
 
     def see(self, rb: work_pb2.ResourceBinding, now: float) -> None:
@@ -165,10 +168,10 @@ class Followed:
             self.at["evicted"] = now
         if "evicted" not in self.at:
             return
-        if "rescheduled" not in self.at and targets == [self.backup] \
+        if "rescheduled" not in self.at and targets and self.victim not in targets \
                 and rb.status.scheduler_observed_generation == rb.metadata.generation:
             self.at["rescheduled"] = now
-        if "healthy" not in self.at and healthy_on(rb, self.backup):
+        if "healthy" not in self.at and self.victim not in targets and healthy(rb):
             self.at["healthy"] = now
         if "task_dropped" not in self.at and not tasked:
             self.at["task_dropped"] = now
@@ -356,8 +359,10 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
                    victim: str, opts: Options, pids: dict[str, int], address: str) -> dict[str, Any]:
     from flotilla import simclient
 
-    indices = [i for i, (primary, _) in enumerate(layout.pairs) if primary == victim]
-    followed = {binding_key(i): Followed(victim, layout.pairs[i][1]) for i in indices}
+    # The bindings on the victim now (a false failover during the rollout moves some away).
+    followed = {key: Followed(victim) for i in range(len(layout.pairs))
+                if (rb := bindings.get(key := binding_key(i))) is not None
+                and any(t.name == victim for t in rb.spec.clusters)}
     rt = registry.RESOURCE_BINDING
     affected = {keys.etcd_key(rt.resource, NAMESPACE, k.split("/", 1)[1]): rb
                 for k in followed if (rb := bindings.get(k)) is not None}
@@ -440,9 +445,7 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
             applied = time.monotonic()
 
             def all_healthy() -> bool:
-                return sum(1 for i, (p, _) in enumerate(layout.pairs)
-                           if (rb := bindings.get(binding_key(i))) is not None and healthy_on(rb, p)) \
-                    == len(layout.pairs)
+                return all(healthy(bindings.get(binding_key(i))) for i in range(len(layout.pairs)))
 
             settled = await until(watcher, all_healthy, opts.timeout, period=1.0)
             healthy_at = time.monotonic()
@@ -451,9 +454,8 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
             "processes": rollout.report(), "load_average": [round(x, 2) for x in os.getloadavg()],
         }
         if not settled:
-            rollout_report["not_healthy"] = sum(
-                1 for i, (p, _) in enumerate(layout.pairs)
-                if (rb := bindings.get(binding_key(i))) is None or not healthy_on(rb, p))
+            rollout_report["not_healthy"] = sum(not healthy(bindings.get(binding_key(i)))
+                                                for i in range(len(layout.pairs)))
         failovers = []
         if settled:
             for victim, _ in layout.victims:
