@@ -98,8 +98,9 @@ class Layout:
     def node_pods(self, replicas: int, nodes: int = 3) -> int:
         """Pod slots per simulated node so that every cluster fits what ends up on it, with room."""
         failed = {v for v, _ in self.victims}
-        load = Counter(backup if primary in failed else primary for primary, backup in self.pairs)
-        peak = max(load.values(), default=0) * replicas
+        before = Counter(primary for primary, _ in self.pairs)
+        after = Counter(backup if primary in failed else primary for primary, backup in self.pairs)
+        peak = max([*before.values(), *after.values()], default=0) * replicas
         return max(110, math.ceil(peak * 1.25 / nodes) + 10)
 
 
