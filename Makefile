@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hostile.py
 	$(BIN)/python bench/watch_latency.py
 	$(BIN)/python bench/rollout.py
+	$(BIN)/python bench/failover.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

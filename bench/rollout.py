@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -35,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from flotilla.api import registry  # noqa: E402
 from flotilla.api.v1 import webhook_pb2  # noqa: E402
+from flotilla.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
 from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
 from flotilla.local import RunState  # noqa: E402
 from flotilla.store import Informer, Store  # noqa: E402
@@ -62,69 +61,9 @@ def policy(clusters: int) -> dict[str, Any]:
                                    "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
-
-
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-# -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
-
-def probe_targets(kubeconfigs: Path) -> list[tuple[str, str, ssl.SSLContext | None]]:
-    """(server, token, TLS context trusting its CA) of every simulated cluster."""
-    import yaml
-
-    targets = []
-    for path in sorted(kubeconfigs.glob("*.yaml")):
-        config = yaml.safe_load(path.read_text())
-        cluster = config["clusters"][0]["cluster"]
-        ca = cluster.get("certificate-authority-data")
-        tls = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
-        targets.append((cluster["server"], config["users"][0]["user"]["token"], tls))
-    return targets
-
-
-async def probe(targets: list[tuple[str, str, ssl.SSLContext | None]], interval: float) -> None:
-    import aiohttp
-
-    latencies: list[float] = []
-    failures = 0
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        i = 0
-        while not stop.is_set():
-            server, token, tls = targets[i % len(targets)]
-            i += 1
-            started = time.perf_counter()
-            try:
-                async with session.get(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"},
-                                       ssl=tls if tls is not None else True) as r:
-                    await r.read()
-                    if r.status != 200:
-                        failures += 1
-                latencies.append((time.perf_counter() - started) * 1000)
-            except (aiohttp.ClientError, TimeoutError):
-                failures += 1
-            try:
-                await asyncio.wait_for(stop.wait(), interval)
-            except TimeoutError:
-                pass
-    print(json.dumps({"probes": len(latencies), "failures": failures, "p50": round(percentile(latencies, 50), 2),
-                      "p99": round(percentile(latencies, 99), 2),
-                      "max": round(max(latencies, default=float("nan")), 2)}))
 
 
 # -- the rollout ----------------------------------------------------------------------------
@@ -175,7 +114,7 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
         "unknown": total - counts["Healthy"] - counts["Unhealthy"],
         "all_healthy": counts["Healthy"] == total, "apply_s": round(applied_s, 2), "wall_s": round(wall, 2),
         **{f"{name}_cpu_s": round(cpu_seconds(pid) - cpu_before[name], 2) for name, pid in pids.items()},
-        **{f"{name}_peak_rss_mb": round(peak_rss_mb(pid), 1) for name, pid in pids.items()},
+        **{f"{name}_peak_rss_mb": round(lifetime_peak_rss_mib(pid), 1) for name, pid in pids.items()},
     }
 
 
@@ -226,7 +165,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                  [f"member{i}" for i in range(1, args.clusters + 1)]))
             pids = {"executor": state.services["executor"], "sim": sim.pid}
             prober = subprocess.Popen(
-                [sys.executable, __file__, "--probe", str(kubeconfigs), "--probe-interval", str(args.probe_interval)],
+                [sys.executable, "-m", "flotilla.benchmarks.readyz_probe", str(kubeconfigs), str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
             prober.send_signal(signal.SIGTERM)
@@ -250,11 +189,7 @@ def main() -> None:
     parser.add_argument("--profile", default="demo", help="the `flotilla up` timing profile")
     parser.add_argument("--probe-interval", type=float, default=0.05)
     parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
-    parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     args = parser.parse_args()
-    if args.probe:
-        asyncio.run(probe(probe_targets(Path(args.probe)), args.probe_interval))
-        return
     print(json.dumps(run(args)))
 
 

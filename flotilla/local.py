@@ -497,6 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_down.add_argument("--data-dir", default=None,
                         help=f"default: {DEFAULT_DATA_DIR} if a plane runs from there, else the current context's")
     demo.register(sub)
+    from flotilla.benchmarks import failover as bench_failover
+    p_bench = sub.add_parser("bench", help="benchmarks of the whole plane, printing JSON").add_subparsers(
+        dest="bench_command", required=True)
+    bench_failover.add_arguments(p_bench.add_parser("failover", help="take a loaded member down; time the failover"))
     p_sim = sub.add_parser("sim", help="the member-cluster simulator")
     sim_sub = p_sim.add_subparsers(dest="sim_command", required=True)
     p_fault = sim_sub.add_parser("fault", help="inject or clear a fault in a simulated cluster")
@@ -522,13 +526,17 @@ def main(argv: list[str] | None = None) -> int:
             return sim_fault(args)
         if args.command == "demo":
             return demo.run(args)
+        if args.command == "bench":
+            from flotilla.benchmarks import failover as bench_failover
+            return bench_failover.main(args)
         return down(_resolve_data_dir(args.data_dir))
     except KeyboardInterrupt:
         return 130
     except Exception as e:
         if args.debug:
             raise
-        expected = (UpError, EtcdError, OSError, CLIError, StoreError, TimeoutError, ValueError)
+        from flotilla.benchmarks.failover import BenchError
+        expected = (UpError, EtcdError, OSError, CLIError, StoreError, TimeoutError, ValueError, BenchError)
         text = short(e) if isinstance(e, expected) else f"{type(e).__name__}: {short(e)} (--debug shows more)"
         print(f"flotilla {args.command}: {text}", file=sys.stderr)
         return 1

@@ -15,6 +15,8 @@ PROFILES: dict[str, dict[str, str]] = {
         "FLOTILLA_CLUSTER_FAILURE_THRESHOLD": "3s",
         "FLOTILLA_CLUSTER_SUCCESS_THRESHOLD": "3s",
         "FLOTILLA_CLUSTER_PROBE_TIMEOUT": "1s",
+        # Probed every second, a member is still listed in full only every 5 s (docs/performance.md).
+        "FLOTILLA_CLUSTER_COLLECT_PERIOD": "5s",
         "FLOTILLA_CLUSTER_MONITOR_PERIOD": "1s",
         "FLOTILLA_CLUSTER_MONITOR_GRACE_PERIOD": "5s",
         "FLOTILLA_CLUSTER_STARTUP_GRACE_PERIOD": "10s",

@@ -18,6 +18,9 @@ def add_status_flags(parser: argparse.ArgumentParser) -> None:
                         help="how long a recovery must persist before Ready turns True")
     parser.add_argument("--cluster-probe-timeout", type=duration, default=duration("5s"),
                         help="timeout of every call to a member cluster's API")
+    parser.add_argument("--cluster-collect-period", type=duration, default=0.0,
+                        help="how often a Ready cluster's version, API enablements and node and resource "
+                             "summaries are collected again (0: at every probe)")
 
 
 def thresholds_from(args: argparse.Namespace) -> Thresholds:

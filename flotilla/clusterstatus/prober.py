@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flotilla.api.conditions import TRUE, get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
@@ -55,16 +55,29 @@ def persisted_ready(status: cluster_pb2.ClusterStatus) -> ReadyObservation | Non
 
 
 class ClusterProber:
-    def __init__(self, clock: Clock, thresholds: Thresholds, history: int = 20) -> None:
+    def __init__(self, clock: Clock, thresholds: Thresholds, history: int = 20, collect_period: float = 0.0) -> None:
         self.clock = clock
         self.thresholds = thresholds
         self._states: dict[str, ThresholdState] = {}
         self._history: dict[str, deque[ProbeRecord]] = {}
         self._history_len = history
+        self.collect_period = timedelta(seconds=collect_period)
+        # When each cluster's status was last collected in full.
+        self._collected: dict[str, datetime] = {}
 
     def forget(self, name: str) -> None:
         self._states.pop(name, None)
         self._history.pop(name, None)
+        self._collected.pop(name, None)
+
+    def _collect_due(self, name: str, persisted: ReadyObservation | None, now: datetime) -> bool:
+        """Collecting lists every node and pod and walks discovery, where the probe is one GET:
+        at every probe of a hundred busy members it is most of the status service's work and
+        of the members', and the probes would queue behind it. A cluster turning Ready is
+        collected at once, whatever the period."""
+        last = self._collected.get(name)
+        return (last is None or persisted is None or persisted.status != TRUE
+                or now - last >= self.collect_period)
 
     def state(self, name: str) -> ThresholdState | None:
         return self._states.get(name)
@@ -94,11 +107,14 @@ class ClusterProber:
         persisted = persisted_ready(status)
         shown, self._states[name] = filter_ready(observed, persisted, self._states.get(name), now, self.thresholds)
         collected = None
-        if client is not None and online and healthy and shown.status == TRUE:
+        ready = client is not None and online and healthy and shown.status == TRUE
+        if ready and client is not None and self._collect_due(name, persisted, now):
             try:
                 collected = await collect(client)
             except MemberError as e:
                 error = str(e)
+            else:
+                self._collected[name] = now
         self._history.setdefault(name, deque(maxlen=self._history_len)).append(
             ProbeRecord(now, online, healthy, observed, shown, error)
         )

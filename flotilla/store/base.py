@@ -288,21 +288,26 @@ class StoreBase(abc.ABC):
         new_meta.resource_version = str(revision)
         return new
 
-    async def update(self, obj: M, lease: int | None = None, original: M | None = None) -> M:
+    async def update(self, obj: M, lease: int | None = None, original: M | None = None,
+                     status_change: Callable[[M], object] | None = None) -> M:
         """Replace spec and metadata, keeping status; CAS on resourceVersion.
 
         An update that changes nothing writes nothing (and keeps resourceVersion).
         Removing the last finalizer of an object being deleted deletes it.
         `original`: the object as read at obj's resourceVersion (an informer's copy, say);
         given, it stands in for a fresh read, since the CAS proves it is what is stored.
+        `status_change`: edits the status of the object about to be written, which already has
+        its new generation, so a writer can record the generation it wrote in the same write
+        (one write where a spec update and a status update would be two).
         """
-        return await self._update(obj, status_only=False, lease=lease, original=original)
+        return await self._update(obj, status_only=False, lease=lease, original=original, status_change=status_change)
 
     async def update_status(self, obj: M, original: M | None = None) -> M:
         """Replace only status; CAS on resourceVersion (see `update` for `original`)."""
         return await self._update(obj, status_only=True, original=original)
 
-    async def _update(self, obj: M, status_only: bool, lease: int | None = None, original: M | None = None) -> M:
+    async def _update(self, obj: M, status_only: bool, lease: int | None = None, original: M | None = None,
+                      status_change: Callable[[M], object] | None = None) -> M:
         rt = resource_type_for_object(obj)
         meta = meta_of(obj)
         if not meta.resource_version:
@@ -335,6 +340,8 @@ class StoreBase(abc.ABC):
             new_meta.generation = cur_meta.generation
             if _spec_and_status(new)[0] != _spec_and_status(current)[0]:
                 new_meta.generation += 1
+            if status_change is not None:
+                status_change(new)
         if payload(new) == payload(current):
             return current
         new_meta = meta_of(new)
@@ -400,11 +407,12 @@ class StoreBase(abc.ABC):
         change: Callable[[M], bool | None],
         status: bool = False,
         attempts: int = 50,
+        status_change: Callable[[M], object] | None = None,
     ) -> M:
         """Read-modify-write that retries on conflict, from a fresh read each time.
 
         `change` edits the object in place; returning False means "nothing to do"
-        and skips the write.
+        and skips the write. `status_change`: as for `update` (spec updates only).
         """
         rt = resource_type_of(ref)
         for attempt in range(attempts):
@@ -415,7 +423,7 @@ class StoreBase(abc.ABC):
             try:
                 if status:
                     return await self.update_status(obj, original=original)
-                return await self.update(obj, original=original)
+                return await self.update(obj, original=original, status_change=status_change)
             except Conflict:
                 # Jitter keeps many contending writers from retrying in lockstep.
                 await asyncio.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))

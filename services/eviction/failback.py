@@ -40,8 +40,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from flotilla.api.v1 import work_pb2
+from flotilla.failover_history import FAILBACK, is_failback, newest_open
 from flotilla.scheduler.need_schedule import replicas_changed
-from services.eviction.history import FAILBACK, is_failback, newest_open
 
 DEFAULT_WINDOW_SECONDS = 600
 DEFAULT_MAX_CONCURRENT = 1

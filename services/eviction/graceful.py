@@ -26,6 +26,7 @@ from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
+from flotilla.failover_history import update_history
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, context_from, failover_attributes, trace_id_of
@@ -34,6 +35,7 @@ from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.eviction.assessment import Assessment, Placement, assess
+from services.eviction.recovery import observe_recovered
 from services.eviction.templates import template_of
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 EVICTION_BLOCKED = "EvictionBlocked"
 NO_PLACEMENT = "NoPlacement"
 EVENT_SUCCEEDED = "EvictWorkloadFromClusterSucceed"
+# Informer index: bindings by the failovers (trace and cluster) they have a task open for.
+OPEN_FAILOVERS = "open-failovers"
 
 TASKS_DROPPED = Counter("flotilla_eviction_tasks_dropped_total", "Graceful eviction tasks dropped, by why",
                         ["reason"])
@@ -82,6 +86,12 @@ def scheduler_decided(binding: Binding) -> bool:
     return scheduled is not None and scheduled.status == FALSE and scheduled.observed_generation == generation
 
 
+def open_failovers(binding: Binding) -> list[str]:
+    """`trace-id/cluster` of every task the binding still has, in the trace it was last changed in."""
+    trace_id = trace_id_of(binding.metadata.annotations)
+    return [f"{trace_id}/{t.from_cluster}" for t in binding.spec.graceful_eviction_tasks] if trace_id else []
+
+
 def blocked_message(clusters: tuple[str, ...]) -> str:
     return (f"the replicas evicted from {', '.join(clusters)} could not be placed on any other cluster; "
             f"the copy there keeps running until a placement exists")
@@ -98,6 +108,8 @@ class GracefulEvictionReconciler:
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.eviction")
         self.clusters = clusters
+        for informer in bindings.values():
+            informer.add_indexer(OPEN_FAILOVERS, open_failovers)
 
     async def reconcile(self, key: str) -> Result | None:
         binding = cached(self.bindings, key)
@@ -119,13 +131,24 @@ class GracefulEvictionReconciler:
         del updated.spec.graceful_eviction_tasks[:]
         updated.spec.graceful_eviction_tasks.extend(verdict.keep)
         key = object_key(binding.metadata.namespace, binding.metadata.name)
+        # The failover history read from the version the tasks were judged on (after the write the
+        # binding has a new generation that nobody has scheduled or applied yet), written with the
+        # tasks: the recovery a dropped task stands for costs no write of its own.
+        history = update_history(binding.status.failover_history, binding.spec, health_of(binding),
+                                 scheduler_decided(binding), self.clock.now())
+
+        def record_history(obj: Binding) -> None:
+            if history.changed:
+                del obj.status.failover_history[:]
+                obj.status.failover_history.extend(history.history)
         with self.tracer.start_as_current_span(
             "binding.graceful_eviction", context=context_from(binding.metadata.annotations),
             attributes=failover_attributes(
                 "task-dropped", cluster=",".join(d.task.from_cluster for d in verdict.dropped), binding=key,
                 kind=kind_of(binding).kind, reason=",".join(sorted({d.why.value for d in verdict.dropped}))),
         ):
-            written = await self.store.update(updated, original=binding)
+            written = await self.store.update(updated, original=binding, status_change=record_history)
+        observe_recovered(binding, f"{kind_of(binding).kind}:{key}", history.recovered)
         for dropped in verdict.dropped:
             TASKS_DROPPED.labels(reason=dropped.why.value).inc()
             cluster = dropped.task.from_cluster
@@ -149,11 +172,11 @@ class GracefulEvictionReconciler:
             return
         key = object_key(binding.metadata.namespace, binding.metadata.name)
         cluster = task.from_cluster
+        # Looked up, not scanned: a thousand tasks dropped over ten thousand bindings would be
+        # ten million comparisons.
         for informer in self.bindings.values():
-            for other in informer.list():
-                if (object_key(other.metadata.namespace, other.metadata.name) != key
-                        and trace_id_of(other.metadata.annotations) == trace_id
-                        and any(t.from_cluster == cluster for t in other.spec.graceful_eviction_tasks)):
+            for other in informer.by_index(OPEN_FAILOVERS, f"{trace_id}/{cluster}"):
+                if object_key(other.metadata.namespace, other.metadata.name) != key:
                     return
         now = self.clock.now()
         start = self._fault_time(cluster) or task.creation_timestamp.ToDatetime(tzinfo=now.tzinfo)

@@ -74,7 +74,7 @@ async def lead_agent(ctx: ServiceContext) -> None:
     if not args.cluster or not args.kubeconfig:
         raise SystemExit("--mode agent needs --cluster and --kubeconfig")
     client = MemberClient(load_kubeconfig(args.kubeconfig, args.context), timeout=args.cluster_probe_timeout)
-    prober = ClusterProber(ctx.clock, thresholds_from(args))
+    prober = ClusterProber(ctx.clock, thresholds_from(args), collect_period=args.cluster_collect_period)
     agent = PullAgent(
         ctx.store, ctx.clock, args.cluster, client, prober,
         StatusPublisher(ctx.store, prober, ctx.events, ctx.tracer),

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
-    prober = ClusterProber(ctx.clock, thresholds_from(ctx.args))
+    prober = ClusterProber(ctx.clock, thresholds_from(ctx.args), collect_period=ctx.args.cluster_collect_period)
     ctx.extra["prober"] = prober
     status_pb2_grpc.add_ClusterHealthServicer_to_server(ClusterHealthServicer(prober, ctx.clock), server)
     return [status_pb2.DESCRIPTOR.services_by_name["ClusterHealth"].full_name]

@@ -37,6 +37,7 @@ from flotilla.eviction import (
     purge_mode_for,
     remove_cluster,
 )
+from flotilla.failover_history import refresh
 from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -204,7 +205,10 @@ class BindingEvictionReconciler:
         ) as span:
             stamped["traceparent"] = traceparent(span)
             try:
-                written = await self.store.mutate(rt, namespace, name, change)
+                # The failover's history record goes in the same write (a placement not yet
+                # decided: no destinations, no health).
+                written = await self.store.mutate(rt, namespace, name, change,
+                                                  status_change=lambda b: refresh(b, {}, False, now))
             except NotFound:
                 return
         if not evicted:

@@ -21,6 +21,9 @@ class Cache:
     def list(self) -> list[Any]:
         return list(self.objects.values())
 
+    def add_indexer(self, name: str, func: Callable[[Any], list[str]]) -> None:
+        self.indexers[name] = func
+
     def by_index(self, name: str, value: str) -> list[Any]:
         func = self.indexers[name]
         return [o for k, o in sorted(self.objects.items()) if value in func(o)]

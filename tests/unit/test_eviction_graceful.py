@@ -31,6 +31,7 @@ from services.eviction.graceful import (
 )
 from tests.eviction_support import aggregated_for_this_generation, others_catch_up
 from tests.factories import make_cluster
+from tests.unit.cache_fake import Cache
 from tests.watching import Watch
 
 KEY = "default/nginx-deployment"
@@ -226,24 +227,14 @@ def test_the_last_binding_of_a_failover_closes_it_with_the_whole_rto() -> None:
     set_condition(down.status.conditions, "Ready", "False", "ClusterNotReachable", "down",
                   clock.now() - timedelta(seconds=42))
 
-    class Cache:
-        def __init__(self, objs: dict[str, object]) -> None:
-            self.objs = objs
-
-        def get(self, key: str) -> object:
-            return self.objs.get(key)
-
-        def list(self) -> list[object]:
-            return list(self.objs.values())
-
     first, second = binding({"member2": 3}, ["member1"]), binding({"member2": 3}, ["member1"])
     second.metadata.name = "other"
     for rb in (first, second):
         rb.metadata.annotations[TRACEPARENT_ANNOTATION] = traceparent(root)
-    bindings = Cache({"default/nginx-deployment": first, "default/other": second})
+    bindings = Cache([first, second])
     reconciler = GracefulEvictionReconciler(
         MemoryStore(), clock, {"ResourceBinding": bindings}, tracer=tracer,  # type: ignore[dict-item]
-        clusters=Cache({"member1": down}))  # type: ignore[arg-type]
+        clusters=Cache([down]))  # type: ignore[arg-type]
     exporter.clear()
     reconciler._close_failover_if_last(first, first.spec.graceful_eviction_tasks[0])
     assert exporter.get_finished_spans() == ()

@@ -16,12 +16,12 @@ from prometheus_client import REGISTRY
 from flotilla.api import codec, registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.failover_history import recovery_seconds
 from flotilla.runtime.clock import FakeClock, RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from services.eviction.controllers import EvictionControllers
 from services.eviction.graceful import GracefulEvictionConfig
-from services.eviction.history import recovery_seconds
 from tests.eviction_support import aggregated_for_this_generation, others_catch_up
 from tests.watching import Watch
 

@@ -16,7 +16,7 @@ from flotilla.api.conditions import FALSE, set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION, TRACEPARENT_ANNOTATION
 from flotilla.runtime.tracecontext import traceparent
-from services.eviction import history_controller
+from services.eviction import recovery
 from services.executor import execution
 from services.taint_manager import cluster_taints
 
@@ -30,7 +30,7 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemorySpanExporte
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
-    for module in (cluster_taints, history_controller, execution):
+    for module in (cluster_taints, recovery, execution):
         monkeypatch.setattr(module, "_tracer", tracer)
     root = tracer.start_span("cluster.unhealthy")
     root.end()
@@ -80,7 +80,7 @@ def test_replicas_ready_spans_eviction_to_healthy_with_the_rto(spans: tuple[InMe
     record = work_pb2.FailoverRecord(from_cluster="member1", to_clusters=["member2"], reason="TaintUntolerated")
     record.time.FromDatetime(T.replace(tzinfo=None))
     record.recovered_time.FromDatetime((T + timedelta(seconds=4)).replace(tzinfo=None))
-    history_controller._trace_recovered(binding, "ResourceBinding:default/nginx", record, 4.0)
+    recovery._trace_recovered(binding, "ResourceBinding:default/nginx", record, 4.0)
     (span,) = exporter.get_finished_spans()
     assert span.context.trace_id == trace_id
     assert ((span.end_time or 0) - (span.start_time or 0)) / 1e9 == 4.0

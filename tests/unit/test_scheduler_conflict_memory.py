@@ -32,18 +32,23 @@ class StaleView:
         return self.binding if key == KEY else None
 
 
+def scheduler_over(store: MemoryStore, clusters: Informer[Any], bindings: Any) -> BindingScheduler:
+    """A scheduler of ResourceBindings reading `bindings` (anything with `get`) on a real clock."""
+    clock = RealClock()
+    ledger = CapacityLedger(clock, 5.0)
+    return BindingScheduler(store, clock, registry.RESOURCE_BINDING, bindings,
+                            ClusterView(clusters, clock, ledger), Framework.build("*", installed={}), ledger,
+                            SchedulerOptions())
+
+
 async def test_a_result_lost_to_a_status_write_is_decided_again(store: MemoryStore) -> None:
     await store.create(cluster("member1"))
     binding = await store.create(rb("web", {"clusterAffinity": {"clusterNames": ["member1"]}}))
     clusters = Informer(store, registry.CLUSTER)
     task = asyncio.create_task(clusters.run())
     await clusters.wait_synced()
-    clock = RealClock()
-    ledger = CapacityLedger(clock, 5.0)
     view = StaleView(binding)
-    scheduler = BindingScheduler(store, clock, registry.RESOURCE_BINDING, view,  # type: ignore[arg-type]
-                                 ClusterView(clusters, clock, ledger), Framework.build("*", installed={}), ledger,
-                                 SchedulerOptions())
+    scheduler = scheduler_over(store, clusters, view)
 
     def status_only(obj: work_pb2.ResourceBinding) -> bool:
         obj.status.aggregated_status.add(cluster_name="member1", applied=True)
@@ -59,3 +64,21 @@ async def test_a_result_lost_to_a_status_write_is_decided_again(store: MemorySto
     assert [t.name for t in placed.spec.clusters] == ["member1"]
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_placement_and_its_scheduled_status_are_one_write(store: MemoryStore) -> None:
+    """Issue 14: every write to a binding is an etcd write, and a failover reschedules many at once."""
+    await store.create(cluster("member1"))
+    binding = await store.create(rb("web", {"clusterAffinity": {"clusterNames": ["member1"]}}))
+    clusters = Informer(store, registry.CLUSTER)
+    task = asyncio.create_task(clusters.run())
+    await clusters.wait_synced()
+    scheduler = scheduler_over(store, clusters, StaleView(binding))
+    await scheduler.reconcile(KEY)
+    placed = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
+    assert [t.name for t in placed.spec.clusters] == ["member1"]
+    assert placed.status.scheduler_observed_generation == placed.metadata.generation
+    assert int(placed.metadata.resource_version) == int(binding.metadata.resource_version) + 1, "one write"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from flotilla.api.bindings import Binding
 from flotilla.api.v1 import work_pb2
 
 MAX_RECORDS = 10
@@ -82,6 +83,18 @@ def update_history(history: Sequence[work_pb2.FailoverRecord], spec: work_pb2.Re
             returned.failed_back_time.FromDatetime(now)
     kept = tuple(records[-MAX_RECORDS:])
     return HistoryUpdate(kept, tuple(r for r in recovered if r in kept), list(kept) != list(history))
+
+
+def refresh(binding: Binding, health: Mapping[str, str],
+            scheduled: bool, now: datetime) -> HistoryUpdate:
+    """`update_history` written into the binding's status. Each writer of a failover step (the
+    eviction, the placement, the task's end) brings the history up to date in its own write, so
+    the history costs no write of its own; the failover-history controller stays the backstop."""
+    update = update_history(binding.status.failover_history, binding.spec, health, scheduled, now)
+    if update.changed:
+        del binding.status.failover_history[:]
+        binding.status.failover_history.extend(update.history)
+    return update
 
 
 def newest_open(records: Sequence[work_pb2.FailoverRecord]) -> work_pb2.FailoverRecord | None:

@@ -1,0 +1,548 @@
+"""The failover benchmark: `flotilla bench failover` and `python bench/failover.py`.
+
+etcd, every service as its own process and the simulator, started as `flotilla up` starts them;
+K members joined in Push mode; N Deployments applied through the webhook, each with a
+PropagationPolicy of two ordered clusterAffinities terms (its primary cluster, then one backup),
+so that the victim cluster holds exactly the affected bindings and each of them has one
+known place to go. Once every workload is Healthy, the victim is taken down (the simulator's
+`down` fault) and every affected binding is followed through its stages from the victim's
+NoExecute taint: evicted (the victim out of spec.clusters, a graceful eviction task in),
+rescheduled (placed on its backup, the scheduler caught up), Healthy there, and its task dropped.
+
+Waits that only configure Flotilla are set to their least (no NoExecute delay to speak of, zero
+toleration, a pod ready as soon as it runs) so the figures are Flotilla's own; the failure
+threshold is kept (`--failure-threshold`): it is what keeps a loaded control plane from
+declaring a healthy member dead, and a false failover anywhere is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flotilla.api import keys, registry
+from flotilla.api.conditions import get_condition, is_true
+from flotilla.api.taints import EFFECT_NO_EXECUTE
+from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
+from flotilla.benchmarks.resources import ProcessWatch, etcd_delta, etcd_metrics
+from flotilla.benchmarks.stats import summary
+from flotilla.profiles import PROFILES
+from flotilla.store import Informer, Store
+from flotilla.store.base import WatchKind
+from flotilla.store.embedded import free_port
+from flotilla.store.informer import EventType
+
+NAMESPACE = "bench"
+PAIR_LABEL = "bench-pair"
+SWEEP = (10, 100, 1000)
+STAGES = ("evicted", "rescheduled", "healthy", "task_dropped")
+
+# The least each configured wait can be; what is left is Flotilla's own time.
+FAST_WAITS = {
+    # 0 would mean "never taint"; a millisecond is as good as none.
+    "FLOTILLA_FAILOVER_EVICTION_TIMEOUT": "1ms",
+    "FLOTILLA_DEFAULT_NOT_READY_TOLERATION_SECONDS": "0",
+    "FLOTILLA_DEFAULT_UNREACHABLE_TOLERATION_SECONDS": "0",
+    # Tasks must go because the new placement is Healthy, never because they aged out.
+    "FLOTILLA_GRACEFUL_EVICTION_TIMEOUT": "10m",
+    "FLOTILLA_POD_READY_DELAY": "0s",
+    # Not waits of a failover: the demo's 3 s leader lease and 5 s endpoint TTL lapse on a loaded
+    # machine, and a leader re-elected mid-failover is the election's cost, not the failover's.
+    "FLOTILLA_LEADER_ELECT_LEASE_DURATION": "15s",
+    "FLOTILLA_ENDPOINT_TTL": "10s",
+}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which cluster each binding starts on and where it goes if that cluster fails."""
+
+    clusters: list[str]
+    victims: list[tuple[str, int]]  # (cluster, how many bindings it holds), failed in this order
+    pairs: list[tuple[str, str]]  # per binding: (primary, backup)
+
+    @staticmethod
+    def plan(clusters: int, bindings: int, affected: list[int]) -> Layout:
+        names = [f"member{i}" for i in range(1, clusters + 1)]
+        victims = list(zip(names, affected, strict=False))
+        if len(victims) < len(affected) or len(names) - len(victims) < 1:
+            raise BenchError(f"--clusters: {clusters} is too few for {len(affected)} failed cluster(s) and a survivor")
+        if sum(affected) > bindings:
+            raise BenchError(f"--bindings: {bindings} is fewer than the {sum(affected)} bindings on failed clusters")
+        survivors = names[len(victims):]
+        pairs: list[tuple[str, str]] = []
+        for victim, count in victims:
+            pairs += [(victim, survivors[i % len(survivors)]) for i in range(count)]
+        for j in range(bindings - len(pairs)):
+            primary = survivors[j % len(survivors)]
+            pairs.append((primary, survivors[(j + 1) % len(survivors)]))
+        return Layout(names, victims, pairs)
+
+    def node_pods(self, replicas: int, nodes: int = 3) -> int:
+        """Pod slots per simulated node so that every cluster fits what ends up on it, with room."""
+        failed = {v for v, _ in self.victims}
+        before = Counter(primary for primary, _ in self.pairs)
+        after = Counter(backup if primary in failed else primary for primary, backup in self.pairs)
+        peak = max([*before.values(), *after.values()], default=0) * replicas
+        return max(110, math.ceil(peak * 1.25 / nodes) + 10)
+
+
+def app_name(i: int) -> str:
+    return f"app-{i:05d}"
+
+
+def pair_value(primary: str, backup: str) -> str:
+    return f"{primary}.{backup}"
+
+
+def policy_doc(primary: str, backup: str) -> dict[str, Any]:
+    terms = [{"affinityName": "primary", "clusterNames": [primary]}]
+    if backup != primary:
+        terms.append({"affinityName": "backup", "clusterNames": [backup]})
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": f"bench-{primary}-{backup}", "namespace": NAMESPACE},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "labelSelector": {
+                         "matchLabels": {PAIR_LABEL: pair_value(primary, backup)}}}],
+                     "placement": {"clusterAffinities": terms,
+                                   "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
+
+
+def deployment_doc(i: int, primary: str, backup: str, replicas: int) -> dict[str, Any]:
+    name = app_name(i)
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {PAIR_LABEL: pair_value(primary, backup)}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}}
+
+
+def binding_key(i: int) -> str:
+    return f"{NAMESPACE}/{app_name(i)}-deployment"
+
+
+# -- what a binding's version says -------------------------------------------------------------
+
+def healthy(rb: work_pb2.ResourceBinding | None) -> bool:
+    """Placed somewhere, the scheduler caught up, and the executor reporting every target
+    applied and Healthy for this very generation."""
+    if rb is None or not rb.spec.clusters:
+        return False
+    generation = rb.metadata.generation
+    if rb.status.scheduler_observed_generation != generation:
+        return False
+    fully = get_condition(rb.status.conditions, "FullyApplied")
+    if fully is None or fully.observed_generation != generation:
+        return False
+    reported = {i.cluster_name for i in rb.status.aggregated_status if i.applied and i.health == "Healthy"}
+    return all(t.name in reported for t in rb.spec.clusters)
+
+
+@dataclass
+class Followed:
+    """One affected binding's stage times, in monotonic seconds. Its new place is wherever the
+    scheduler puts it: a false failover during the rollout may have moved it already."""
+
+    victim: str
+    at: dict[str, float] = field(default_factory=dict)
+
+    def see(self, rb: work_pb2.ResourceBinding, now: float) -> None:
+        targets = [t.name for t in rb.spec.clusters]
+        tasked = any(t.from_cluster == self.victim for t in rb.spec.graceful_eviction_tasks)
+        if "evicted" not in self.at and self.victim not in targets and tasked:
+            self.at["evicted"] = now
+        if "evicted" not in self.at:
+            return
+        if "rescheduled" not in self.at and targets and self.victim not in targets \
+                and rb.status.scheduler_observed_generation == rb.metadata.generation:
+            self.at["rescheduled"] = now
+        if "healthy" not in self.at and self.victim not in targets and healthy(rb):
+            self.at["healthy"] = now
+        if "task_dropped" not in self.at and not tasked:
+            self.at["task_dropped"] = now
+
+
+@dataclass
+class Watcher:
+    """Cluster and binding events as the benchmark sees them, timestamped on arrival."""
+
+    victim: str = ""
+    followed: dict[str, Followed] = field(default_factory=dict)
+    ready_false_at: float | None = None
+    taint_at: float | None = None
+    # Every time a cluster not failed on purpose left Ready, with its condition.
+    false_alarms: list[dict[str, Any]] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def on_cluster(self, kind: EventType, cluster: cluster_pb2.Cluster, _old: Any) -> None:
+        now = time.monotonic()
+        name = cluster.metadata.name
+        ready = is_true(cluster.status.conditions, "Ready")
+        if name == self.victim:
+            if not ready and self.ready_false_at is None:
+                self.ready_false_at = now
+            if self.taint_at is None and any(t.effect == EFFECT_NO_EXECUTE for t in cluster.spec.taints):
+                self.taint_at = now
+        elif not ready and name not in self.failed and kind != EventType.DELETED:
+            condition = get_condition(cluster.status.conditions, "Ready")
+            self.false_alarms.append({"cluster": name, "status": condition.status if condition else "missing",
+                                      "reason": condition.reason if condition else "",
+                                      "message": condition.message if condition else ""})
+        self.changed.set()
+
+    async def on_binding(self, kind: EventType, rb: work_pb2.ResourceBinding, _old: Any) -> None:
+        followed = self.followed.get(f"{rb.metadata.namespace}/{rb.metadata.name}")
+        if followed is not None and kind != EventType.DELETED:
+            followed.see(rb, time.monotonic())
+            self.changed.set()
+
+    def start(self, victim: str, followed: dict[str, Followed]) -> None:
+        self.victim, self.followed = victim, followed
+        self.ready_false_at = self.taint_at = None
+
+    @property
+    def done(self) -> bool:
+        return all("task_dropped" in f.at for f in self.followed.values())
+
+
+# -- the plane ---------------------------------------------------------------------------------
+
+class Plane:
+    """etcd, the services and the simulator, as `flotilla up` starts them, in a directory of ours."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str], clusters: int, node_pods: int) -> None:
+        from flotilla.local import LocalControlPlane
+
+        self.local = LocalControlPlane(data_dir, None, free_port(), detach=False, extra_env=env)
+        self.clusters = clusters
+        self.node_pods = node_pods
+
+    @property
+    def endpoint(self) -> str:
+        return self.local.endpoints
+
+    @property
+    def kubeconfigs(self) -> Path:
+        return self.local.sim_dir / "kubeconfigs"
+
+    def start(self) -> None:
+        self.local.start()
+        self.local._spawn("sim", "-m", "sim", "--port", str(free_port()), "--clusters", str(self.clusters),
+                          "--data-dir", str(self.local.sim_dir), "--etcd-endpoints", self.endpoint,
+                          "--pod-ready-delay", self.local.extra_env["FLOTILLA_POD_READY_DELAY"],
+                          "--node-pods", str(self.node_pods))
+        self.local.wait_serving(timeout=120)
+        self.local.wait_serving_also(["sim"], timeout=120)
+
+    def pids(self) -> dict[str, int]:
+        pids = {name: p.pid for name, p in self.local.processes.items()}
+        if self.local.etcd is not None and self.local.etcd.process is not None:
+            pids["etcd"] = self.local.etcd.process.pid
+        return pids
+
+    def stop(self) -> None:
+        self.local.stop()
+
+
+async def join_all(plane: Plane, names: list[str], timeout: float) -> None:
+    from flotilla.cli.join import join_args, join_cluster
+    from flotilla.local import wait_clusters_ready
+
+    store = await Store.connect(plane.endpoint)
+    try:
+        for name in names:
+            await join_cluster(store, join_args(name, str(plane.kubeconfigs / f"{name}.yaml")), rejoin=True)
+    finally:
+        await store.close()
+    await wait_clusters_ready(plane.endpoint, names, timeout)
+
+
+async def sim_address(store: Store) -> str:
+    from flotilla.store.endpoints import list_endpoints
+
+    found = await list_endpoints(store.client, "sim")
+    if not found:
+        raise BenchError("the simulator did not register in etcd")
+    return found[0].address
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Options:
+    clusters: int
+    bindings: int
+    affected: list[int]
+    replicas: int = 1
+    timeout: float = 600.0
+    failure_threshold: str = "3s"
+    probe_interval: float = 0.05
+    concurrency: int = 16
+
+
+async def apply_all(store: Store, docs: list[dict[str, Any]], concurrency: int) -> None:
+    from flotilla.cli.webhook_client import WebhookClient
+
+    webhook = WebhookClient(store)
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def apply(doc: dict[str, Any]) -> None:
+        async with semaphore:
+            response = await webhook.call(lambda s: s.Apply, webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
+        if not response.allowed:
+            raise BenchError(f"{doc['kind']} {doc['metadata']['name']} refused: {response.message}")
+
+    await asyncio.gather(*(apply(d) for d in docs))
+
+
+async def until(watcher: Watcher, check: Any, timeout: float, period: float = 0.5) -> bool:
+    """Whether `check()` came true within `timeout` seconds, looked at on every change (at most
+    every `period` seconds: a check over ten thousand bindings is not free)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        watcher.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watcher.changed.wait(), remaining)
+        await asyncio.sleep(min(period, max(0.0, deadline - time.monotonic())))
+    return True
+
+
+def failover_part(rb: work_pb2.ResourceBinding) -> bytes:
+    """What a binding says besides the executor's report of its Works (aggregatedStatus and
+    FullyApplied): a write that changes this is one of the failover's own."""
+    copy = work_pb2.ResourceBinding()
+    copy.CopyFrom(rb)
+    copy.metadata.ClearField("resource_version")
+    del copy.status.aggregated_status[:]
+    kept = [c for c in copy.status.conditions if c.type != "FullyApplied"]
+    del copy.status.conditions[:]
+    copy.status.conditions.extend(kept)
+    return copy.SerializeToString(deterministic=True)
+
+
+async def count_writes(store: Store, revision: int, affected: dict[str, work_pb2.ResourceBinding],
+                       counts: Counter[str]) -> None:
+    """Every write to etcd under Flotilla's root from `revision` on, by resource; the writes to
+    the affected bindings (etcd key -> the version before) also split into the failover's own
+    and the executor's reports of their Works."""
+    rt = registry.RESOURCE_BINDING
+    last = {key: failover_part(rb) for key, rb in affected.items()}
+    async for event in store.watch(keys.ETCD_ROOT + "/", revision + 1):
+        resource = event.key.split("/")[2] if event.key.count("/") >= 2 else event.key
+        counts[resource + (":delete" if event.kind == WatchKind.DELETE else "")] += 1
+        if event.key in last and event.kind == WatchKind.PUT:
+            now = failover_part(store.decode(rt, event.value, event.revision, event.key))
+            counts["affected_bindings:failover" if now != last[event.key] else "affected_bindings:work_status"] += 1
+            last[event.key] = now
+
+
+async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.ResourceBinding], layout: Layout,
+                   victim: str, opts: Options, pids: dict[str, int], address: str) -> dict[str, Any]:
+    from flotilla import simclient
+
+    # The bindings on the victim now (a false failover during the rollout moves some away).
+    followed = {key: Followed(victim) for i in range(len(layout.pairs))
+                if (rb := bindings.get(key := binding_key(i))) is not None
+                and any(t.name == victim for t in rb.spec.clusters)}
+    rt = registry.RESOURCE_BINDING
+    affected = {keys.etcd_key(rt.resource, NAMESPACE, k.split("/", 1)[1]): rb
+                for k in followed if (rb := bindings.get(k)) is not None}
+    watcher.start(victim, followed)
+    watcher.failed.add(victim)
+    processes = ProcessWatch(pids)
+    metrics_before = await etcd_metrics(store.endpoints)
+    revision = (await store.list(registry.CLUSTER)).revision
+    writes: Counter[str] = Counter()
+    counting = asyncio.create_task(count_writes(store, revision, affected, writes))
+    load_before = os.getloadavg()
+    async with processes.window():
+        faulted = time.monotonic()
+        await simclient.set_fault(address, victim, "down")
+        finished = await until(watcher, lambda: watcher.done, opts.timeout)
+        ended = time.monotonic()
+    # The writes up to the end are in etcd; let the watch catch up with them.
+    await asyncio.sleep(1.0)
+    counting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await counting
+    metrics_after = await etcd_metrics(store.endpoints)
+    taint = watcher.taint_at
+    stages: dict[str, Any] = {}
+    for stage in STAGES:
+        times = [f.at[stage] - taint for f in followed.values() if stage in f.at and taint is not None]
+        stages[stage] = {**summary(times), "reached": len(times)}
+    last_drop = max((f.at["task_dropped"] for f in followed.values() if "task_dropped" in f.at), default=None)
+    etcd = etcd_delta(metrics_before, metrics_after)
+    evicted = max(1, sum("evicted" in f.at for f in followed.values()))
+    event_writes = sum(n for r, n in writes.items() if r.startswith("events"))
+    return {
+        "victim": victim, "affected": len(followed), "complete": finished,
+        "detection_s": _rounded(watcher.ready_false_at, faulted),
+        "taint_after_fault_s": _rounded(taint, faulted),
+        "stages_from_taint_s": stages,
+        "total_s": _rounded(last_drop, taint),
+        "fault_to_end_s": round(ended - faulted, 3),
+        "etcd": {
+            **{k: round(v) for k, v in etcd.items()},
+            "writes_per_evicted_binding": {
+                # Eviction, reschedule, history and task completion: the issue's budget of 4.
+                "binding_failover": round(writes["affected_bindings:failover"] / evicted, 2),
+                # The executor's reports of the new Works (applied, Healthy) and of the old one's.
+                "binding_work_status": round(writes["affected_bindings:work_status"] / evicted, 2),
+                "events": round(event_writes / evicted, 2),
+                "all_keys": round((etcd["mvcc_put_total"] + etcd["mvcc_delete_total"]) / evicted, 2),
+            },
+            "writes_by_resource": dict(sorted(writes.items())),
+        },
+        "processes": processes.report(),
+        "load_average": [round(x, 2) for x in load_before],
+    }
+
+
+def _rounded(at: float | None, since: float | None) -> float | None:
+    return round(at - since, 3) if at is not None and since is not None else None
+
+
+async def measure(plane: Plane, layout: Layout, opts: Options, prober: subprocess.Popen[str] | None) -> dict[str, Any]:
+    store = await Store.connect(plane.endpoint)
+    watcher = Watcher()
+    clusters = Informer(store, registry.CLUSTER)
+    bindings = Informer(store, registry.RESOURCE_BINDING, namespace=NAMESPACE)
+    clusters.add_handler(watcher.on_cluster)
+    bindings.add_handler(watcher.on_binding)
+    tasks = [asyncio.create_task(clusters.run()), asyncio.create_task(bindings.run())]
+    try:
+        await clusters.wait_synced()
+        await bindings.wait_synced()
+        pids = plane.pids()
+        address = await sim_address(store)
+        pairs = sorted(set(layout.pairs))
+        rollout = ProcessWatch(pids)
+        async with rollout.window():
+            started = time.monotonic()
+            await apply_all(store, [policy_doc(p, b) for p, b in pairs], opts.concurrency)
+            await apply_all(store, [deployment_doc(i, p, b, opts.replicas) for i, (p, b) in enumerate(layout.pairs)],
+                            opts.concurrency)
+            applied = time.monotonic()
+
+            def all_healthy() -> bool:
+                return all(healthy(bindings.get(binding_key(i))) for i in range(len(layout.pairs)))
+
+            settled = await until(watcher, all_healthy, opts.timeout, period=1.0)
+            healthy_at = time.monotonic()
+        rollout_report: dict[str, Any] = {
+            "all_healthy": settled, "apply_s": round(applied - started, 2), "healthy_s": round(healthy_at - started, 2),
+            "processes": rollout.report(), "load_average": [round(x, 2) for x in os.getloadavg()],
+        }
+        if not settled:
+            rollout_report["not_healthy"] = sum(not healthy(bindings.get(binding_key(i)))
+                                                for i in range(len(layout.pairs)))
+        failovers = []
+        # A few stragglers that never turn Healthy (reported above) do not void the failover.
+        if settled or rollout_report["not_healthy"] <= len(layout.pairs) // 100:
+            for victim, _ in layout.victims:
+                failovers.append(await fail_one(store, watcher, bindings, layout, victim, opts, pids, address))
+        rollout_report["lifetime_peak_rss_mib"] = rollout.lifetime_peaks()
+        return {"rollout": rollout_report, "failovers": failovers,
+                "false_failovers": watcher.false_alarms, "readyz_ms": _stop_prober(prober)}
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.close()
+
+
+def _stop_prober(prober: subprocess.Popen[str] | None) -> dict[str, Any] | None:
+    if prober is None or prober.poll() is not None:
+        return None
+    prober.send_signal(signal.SIGTERM)
+    out, _ = prober.communicate(timeout=30)
+    return dict(json.loads(out)) if out.strip() else None
+
+
+def _stop_on_sigterm(*_: object) -> None:
+    # As Ctrl-C does: the plane is stopped and its directory removed on the way out.
+    raise KeyboardInterrupt
+
+
+def run(opts: Options) -> dict[str, Any]:
+    layout = Layout.plan(opts.clusters, opts.bindings, opts.affected)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    env = {**PROFILES["demo"], **FAST_WAITS, "FLOTILLA_CLUSTER_FAILURE_THRESHOLD": opts.failure_threshold}
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="flotilla-bench-failover-") as tmp:
+        plane = Plane(Path(tmp), env, opts.clusters, layout.node_pods(opts.replicas))
+        prober: subprocess.Popen[str] | None = None
+        try:
+            plane.start()
+            asyncio.run(join_all(plane, layout.clusters, opts.timeout))
+            prober = subprocess.Popen([sys.executable, "-m", "flotilla.benchmarks.readyz_probe",
+                                       str(plane.kubeconfigs), str(opts.probe_interval)],
+                                      stdout=subprocess.PIPE, text=True)
+            measured = asyncio.run(measure(plane, layout, opts, prober))
+        finally:
+            if prober is not None and prober.poll() is None:
+                prober.kill()
+                prober.wait()
+            plane.stop()
+    return {"clusters": opts.clusters, "bindings": opts.bindings, "replicas": opts.replicas,
+            "affected": [n for _, n in layout.victims], "failure_threshold": opts.failure_threshold,
+            "waits": FAST_WAITS, "cpus": os.cpu_count(), "load_average_start": [round(x, 2) for x in load_start],
+            **measured, "load_average_end": [round(x, 2) for x in os.getloadavg()]}
+
+
+# -- the command line --------------------------------------------------------------------------
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--clusters", type=positive, default=10, help="simulated members (default %(default)s)")
+    parser.add_argument("--bindings", type=positive, default=1000, help="Deployments (default %(default)s)")
+    parser.add_argument("--affected", type=positive, default=None,
+                        help="bindings on the failed cluster (default: a tenth of --bindings, at least 1)")
+    parser.add_argument("--replicas", type=positive, default=1, help="replicas per Deployment (default %(default)s)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="fail three clusters in turn, holding 10, 100 and 1000 bindings (as many as fit)")
+    parser.add_argument("--failure-threshold", default="3s",
+                        help="how long a member must fail its probes before it is not Ready (default %(default)s)")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="give up on the rollout, and on each failover, after this long (default %(default)gs)")
+
+
+def options(args: argparse.Namespace) -> Options:
+    if args.sweep:
+        affected = [n for n in SWEEP if n <= args.bindings // 2] or [max(1, args.bindings // 10)]
+    else:
+        affected = [args.affected or max(1, args.bindings // 10)]
+    return Options(clusters=args.clusters, bindings=args.bindings, affected=affected, replicas=args.replicas,
+                   timeout=args.timeout, failure_threshold=args.failure_threshold)
+
+
+def main(args: argparse.Namespace) -> int:
+    print(json.dumps(run(options(args))), flush=True)
+    return 0

@@ -1,0 +1,58 @@
+"""`flotilla bench failover`, as small as it goes, so the benchmark cannot rot unnoticed: it
+starts its plane, fails one member, prints one JSON object with every figure the issue asks
+for, and leaves nothing running. (The figures themselves are measured by running it, never
+by a test.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import ROOT
+from tests.e2e.planes import BIN
+
+pytestmark = pytest.mark.e2e
+
+STAGES = {"evicted", "rescheduled", "healthy", "task_dropped"}
+
+
+@pytest.mark.timeout(180)
+def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
+    before = {p.pid for p in psutil.process_iter()}
+    # TMPDIR: the plane's directory (etcd's data, logs) goes under the test's own.
+    result = subprocess.run(
+        [str(BIN / "flotilla"), "bench", "failover", "--clusters", "3", "--bindings", "6",
+         "--failure-threshold", "1s", "--timeout", "120"],
+        cwd=ROOT, capture_output=True, text=True, timeout=170, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["rollout"]["all_healthy"] is True
+    assert out["false_failovers"] == []
+    [failover] = out["failovers"]
+    assert failover["complete"] is True and failover["affected"] == 1
+    assert failover["detection_s"] > 0 and failover["total_s"] >= 0
+    assert set(failover["stages_from_taint_s"]) == STAGES
+    assert all(s["reached"] == 1 and s["p99"] is not None for s in failover["stages_from_taint_s"].values())
+    writes = failover["etcd"]["writes_per_evicted_binding"]
+    assert {"binding_failover", "binding_work_status", "events", "all_keys"} <= set(writes)
+    assert failover["etcd"]["mvcc_put_total"] > 0
+    assert {"etcd", "sim", "status", "scheduler", "executor", "eviction", "taint_manager"} <= set(failover["processes"])
+    assert all(p["cpu_s"] >= 0 and p["peak_rss_mib"] > 0 for p in failover["processes"].values())
+    assert out["readyz_ms"]["probes"] > 0
+    assert len(out["load_average_start"]) == 3
+    left = [p for p in psutil.process_iter(["pid", "cmdline"]) if p.pid not in before
+            and "flotilla-bench-failover" in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"still running: {left}"
+
+
+def test_bad_sizes_are_one_line_errors() -> None:
+    result = subprocess.run([str(BIN / "flotilla"), "bench", "failover", "--clusters", "1", "--bindings", "6"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "flotilla bench: --clusters: 1 is too few for 1 failed cluster(s) and a survivor"]
