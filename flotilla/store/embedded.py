@@ -6,6 +6,8 @@ needs), falling back to an `etcd` on PATH.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -68,11 +70,15 @@ class EmbeddedEtcd:
         client_port: int | None = None,
         peer_port: int | None = None,
         host: str = "127.0.0.1",
+        name: str = "flotilla",
     ) -> None:
         self.data_dir = Path(data_dir)
         self.host = host
+        self.name = name
         self.client_port = client_port or free_port(host)
         self.peer_port = peer_port or free_port(host)
+        # `name=peer-url,...` of every member; set by EtcdCluster, else this member alone.
+        self.initial_cluster = f"{name}={self.peer_url}"
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -80,25 +86,35 @@ class EmbeddedEtcd:
         return f"http://{self.host}:{self.client_port}"
 
     @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer_port}"
+
+    @property
     def log_path(self) -> Path:
         return self.data_dir / "etcd.log"
 
     def command(self) -> list[str]:
         client = self.endpoint
-        peer = f"http://{self.host}:{self.peer_port}"
+        peer = self.peer_url
         return [
             find_etcd_binary(),
-            "--name", "flotilla",
+            "--name", self.name,
             "--data-dir", str(self.data_dir / "member"),
             "--listen-client-urls", client,
             "--advertise-client-urls", client,
             "--listen-peer-urls", peer,
             "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"flotilla={peer}",
+            "--initial-cluster", self.initial_cluster,
             "--log-level", "warn",
         ]
 
     def start(self, timeout: float = 20.0, detach: bool = False) -> None:
+        self.launch(detach)
+        self.wait_healthy(timeout)
+
+    def launch(self, detach: bool = False) -> None:
+        """Start the process without waiting: a member of a cluster is healthy only once a
+        quorum of its peers runs."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
@@ -111,7 +127,6 @@ class EmbeddedEtcd:
             )
         finally:
             log.close()
-        self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -135,6 +150,20 @@ class EmbeddedEtcd:
         except (urllib.error.URLError, OSError):
             return False
 
+    def status(self) -> dict[str, str]:
+        """etcd's maintenance status (member_id and leader among it), through its JSON gateway."""
+        request = urllib.request.Request(self.endpoint + "/v3/maintenance/status", data=b"{}", method="POST")
+        with urllib.request.urlopen(request, timeout=2) as resp:
+            reply = json.loads(resp.read())
+        return {"member_id": str(reply["header"]["member_id"]), "leader": str(reply.get("leader", ""))}
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: nothing is flushed or handed over."""
+        proc, self.process = self.process, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     def stop(self, timeout: float = 10.0) -> None:
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
@@ -152,3 +181,54 @@ class EmbeddedEtcd:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class EtcdCluster:
+    """`members` etcd members on loopback, each with its own ports and data dir under `data_dir`
+    (one member keeps `data_dir` itself, as a plane always had). `endpoint` lists every member's
+    client URL, comma-separated, as `--etcd-endpoints` takes them."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], members: int = 1, client_port: int | None = None) -> None:
+        if members == 1:
+            self.members = [EmbeddedEtcd(data_dir, client_port=client_port)]
+        else:
+            self.members = [EmbeddedEtcd(Path(data_dir) / f"etcd-{i}", client_port=client_port if i == 1 else None,
+                                         name=f"etcd-{i}") for i in range(1, members + 1)]
+        everyone = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        for member in self.members:
+            member.initial_cluster = everyone
+
+    @property
+    def endpoint(self) -> str:
+        return ",".join(m.endpoint for m in self.members)
+
+    @property
+    def pids(self) -> list[int]:
+        return [m.process.pid for m in self.members if m.process is not None]
+
+    def start(self, timeout: float = 20.0, detach: bool = False) -> None:
+        try:
+            for member in self.members:
+                member.launch(detach)
+            for member in self.members:
+                member.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def leader(self) -> EmbeddedEtcd:
+        """The member that leads now, as the running members see it."""
+        statuses: dict[str, tuple[EmbeddedEtcd, str]] = {}
+        for member in self.members:
+            if member.process is not None:
+                with contextlib.suppress(urllib.error.URLError, OSError, KeyError, ValueError):
+                    status = member.status()
+                    statuses[status["member_id"]] = (member, status["leader"])
+        for _member, leader in statuses.values():
+            if leader in statuses:
+                return statuses[leader][0]
+        raise EtcdError("no running etcd member knows a leader")
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
