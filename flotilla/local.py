@@ -30,6 +30,7 @@ from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import feature_gates
 from flotilla.store import StoreError
+from flotilla.store.connect import channel_target
 from flotilla.store.embedded import EtcdCluster, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
@@ -69,14 +70,22 @@ class RunState:
             return None
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Running: a zombie is not (it holds no port or file; only the parent that started it can
+    reap it, and that is not `down`, e.g. for a service restarted by hand or by a test)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        # Exited meanwhile; or there is no /proc (not Linux), and kill's answer stands.
+        return not Path("/proc/self").exists()
+    except (OSError, IndexError):
+        return True
 
 
 def _terminate(pids: list[int], timeout: float = 10.0) -> None:
@@ -85,10 +94,10 @@ def _terminate(pids: list[int], timeout: float = 10.0) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for pid in pids:
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.05)
-        if _pid_alive(pid):
+        if pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _reap(pid)
@@ -124,7 +133,7 @@ class LocalControlPlane:
 
     def ensure_not_running(self) -> None:
         previous = RunState.load(self.data_dir)
-        if previous and any(_pid_alive(p) for p in [previous.etcd_pid, *previous.etcd_pids,
+        if previous and any(pid_alive(p) for p in [previous.etcd_pid, *previous.etcd_pids,
                                                     *previous.services.values()] if p):
             raise UpError(
                 f"already running from {self.data_dir} (run `flotilla down --data-dir {self.data_dir}` first)"
@@ -343,8 +352,10 @@ def service_env(profile: str, gates: dict[str, bool]) -> dict[str, str]:
 
 
 def up(args: argparse.Namespace) -> int:
-    if args.etcd_endpoints and args.etcd_members != 1:
-        raise UpError("--etcd-members: only for the embedded etcd; --etcd-endpoints names an etcd of your own")
+    if args.etcd_endpoints:
+        if args.etcd_members != 1:
+            raise UpError("--etcd-members: only for the embedded etcd; --etcd-endpoints names an etcd of your own")
+        channel_target(args.etcd_endpoints)  # before anything starts: endpoints no client can dial
     plane = LocalControlPlane(Path(args.data_dir or DEFAULT_DATA_DIR), args.etcd_endpoints, args.etcd_port, args.detach,
                               extra_env=service_env(args.profile, args.feature_gates), sim_clusters=args.sim_clusters,
                               replicas=args.replicas, etcd_members=args.etcd_members)
