@@ -6,7 +6,6 @@ needs), falling back to an `etcd` on PATH.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -150,13 +149,6 @@ class EmbeddedEtcd:
         except (urllib.error.URLError, OSError):
             return False
 
-    def status(self) -> dict[str, str]:
-        """etcd's maintenance status (member_id and leader among it), through its JSON gateway."""
-        request = urllib.request.Request(self.endpoint + "/v3/maintenance/status", data=b"{}", method="POST")
-        with urllib.request.urlopen(request, timeout=2) as resp:
-            reply = json.loads(resp.read())
-        return {"member_id": str(reply["header"]["member_id"]), "leader": str(reply.get("leader", ""))}
-
     def kill(self) -> None:
         """SIGKILL, as a crash: nothing is flushed or handed over."""
         proc, self.process = self.process, None
@@ -216,19 +208,18 @@ class EtcdCluster:
             self.stop()
             raise
 
-    def leader(self) -> EmbeddedEtcd:
-        """The member that leads now, as the running members see it."""
-        statuses: dict[str, tuple[EmbeddedEtcd, str]] = {}
-        for member in self.members:
-            if member.process is not None:
-                with contextlib.suppress(urllib.error.URLError, OSError, KeyError, ValueError):
-                    status = member.status()
-                    statuses[status["member_id"]] = (member, status["leader"])
-        for _member, leader in statuses.values():
-            if leader in statuses:
-                return statuses[leader][0]
-        raise EtcdError("no running etcd member knows a leader")
-
     def stop(self) -> None:
         for member in self.members:
             member.stop()
+
+
+def member_status(endpoint: str) -> dict[str, str] | None:
+    """An etcd member's id and the id of the leader it follows (its maintenance status, through the
+    JSON gateway); None when it does not answer."""
+    request = urllib.request.Request(endpoint + "/v3/maintenance/status", data=b"{}", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=2) as reply:
+            body = json.loads(reply.read())
+    except (OSError, ValueError):
+        return None
+    return {"member_id": str(body["header"]["member_id"]), "leader": str(body.get("leader", ""))}

@@ -14,13 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import random
 import signal
 import subprocess
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
+from flotilla.store.embedded import member_status
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
 from tests.chaos.workload import NAMESPACE, Workload
@@ -149,7 +148,7 @@ class ChaosPlane:
     def etcd_leader_pid(self) -> int:
         """The pid of the etcd member that leads now (endpoints and pids are listed in one order)."""
         state = self.state()
-        statuses = [_etcd_status(url) for url in state.etcd_endpoints.split(",")]
+        statuses = [member_status(url) for url in state.etcd_endpoints.split(",")]
         ids = [s.get("member_id") if s else None for s in statuses]
         for status in statuses:
             if status and status.get("leader") in ids:
@@ -198,16 +197,6 @@ class ChaosPlane:
         finally:
             await store.close()
         return found
-
-
-def _etcd_status(url: str) -> dict[str, str] | None:
-    request = urllib.request.Request(url + "/v3/maintenance/status", data=b"{}", method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=2) as reply:
-            body = json.loads(reply.read())
-    except (OSError, ValueError):
-        return None
-    return {"member_id": str(body["header"]["member_id"]), "leader": str(body.get("leader", ""))}
 
 
 @contextlib.contextmanager

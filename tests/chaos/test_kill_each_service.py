@@ -11,7 +11,6 @@ same way.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from tests.chaos.support import (
     ChaosPlane,
     applied,
     assert_failed_over_once,
-    chaos_plane,
     seeded,
 )
 from tests.chaos.workload import Workload
@@ -34,12 +32,6 @@ COUNT = 200
 # A failover of this many bindings in the demo profile: detection, tolerations, eviction,
 # rescheduling and the graceful eviction tasks' end all fall within ~25 s of the fault.
 FAILOVER_SPAN = 25.0
-
-
-@pytest.fixture(scope="module")
-def chaos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosPlane]:
-    with chaos_plane(tmp_path_factory) as plane:
-        yield plane
 
 
 @pytest.mark.timeout(600)

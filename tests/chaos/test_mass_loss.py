@@ -7,13 +7,12 @@ long version for `make chaos`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flotilla.api import registry
-from tests.chaos.support import ChaosPlane, applied, chaos_plane
+from tests.chaos.support import ChaosPlane, applied
 from tests.chaos.workload import Workload
 from tests.e2e.failover_support import history as watch_history
 from tests.e2e.failover_support import placed, settled
@@ -25,12 +24,6 @@ MEMBERS = ["member1", "member2", "member3"]
 # Twice the demo profile's tolerations (5 s) plus its eviction timeout (5 s): an eviction held
 # back wrongly would have happened by then.
 HOLD = 20.0
-
-
-@pytest.fixture(scope="module")
-def chaos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosPlane]:
-    with chaos_plane(tmp_path_factory) as plane:
-        yield plane
 
 
 @pytest.mark.timeout(600)
