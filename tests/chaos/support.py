@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import random
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,15 +147,24 @@ class ChaosPlane:
             await store.close()
         return found.get(identity) if identity else None
 
-    def etcd_leader_pid(self) -> int:
-        """The pid of the etcd member that leads now (endpoints and pids are listed in one order)."""
+    async def etcd_leader_first(self) -> int:
+        """Make the first etcd member the leader, and its pid: the member every client dials first
+        (gRPC's pick_first), so killing it takes away both etcd's leader and the services' connection."""
         state = self.state()
-        statuses = [member_status(url) for url in state.etcd_endpoints.split(",")]
-        ids = [s.get("member_id") if s else None for s in statuses]
-        for status in statuses:
-            if status and status.get("leader") in ids:
-                return state.etcd_pids[ids.index(status["leader"])]
-        raise AssertionError(f"no etcd member knows a leader: {statuses}")
+        urls = state.etcd_endpoints.split(",")
+        first = member_status(urls[0])
+        assert first is not None, f"etcd member {urls[0]} does not answer"
+        if first["leader"] != first["member_id"]:
+            leader = urls[[(s or {}).get("member_id") for s in map(member_status, urls)].index(first["leader"])]
+            request = urllib.request.Request(leader + "/v3/maintenance/transfer-leadership", method="POST",
+                                             data=json.dumps({"targetID": first["member_id"]}).encode())
+            await asyncio.to_thread(urllib.request.urlopen, request, timeout=10)
+        deadline = time.monotonic() + 30
+        while (status := member_status(urls[0])) is None or status["leader"] != status["member_id"]:
+            assert time.monotonic() < deadline, f"etcd leadership not moved to {urls[0]}: {status}"
+            # etcd hands leadership over on its own time: poll its status.
+            await asyncio.sleep(0.05)
+        return state.etcd_pids[0]
 
     async def fault(self, cluster: str, fault: str, latency: float | None = None) -> None:
         store = await Store.connect(self.endpoints)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flotilla.api import registry
-from tests.chaos.support import ChaosPlane, applied
+from tests.chaos.support import ChaosPlane, applied, until
 from tests.chaos.workload import Workload
 from tests.e2e.failover_support import history as watch_history
 from tests.e2e.failover_support import placed, settled
@@ -33,7 +33,13 @@ async def test_losing_every_member_at_once_evicts_and_moves_nothing(chaos: Chaos
                 watch_history(chaos.plane, registry.CLUSTER) as clusters,
                 applied(chaos, workload, tmp_path, rbs)):
         before = {k: placed(rbs.get(k)) for k in workload.keys}
-        copies = await chaos.member_copies(workload, MEMBERS)
+        expected = {n: [c for c, _ in before[k]] for n, k in zip(workload.names, workload.keys, strict=True)}
+
+        async def applied_to_members() -> bool | dict[str, list[str]]:
+            copies = await chaos.member_copies(workload, MEMBERS)
+            return True if copies == expected else {n: c for n, c in copies.items() if c != expected[n]}
+
+        await until(applied_to_members, 120, "every Deployment in the member it is placed in")
         await asyncio.gather(*(chaos.fault(m, "down") for m in MEMBERS))
         await clusters.until(lambda: all(no_execute(clusters.get(m)) for m in MEMBERS), 120,
                              "every member NoExecute-tainted")
@@ -42,4 +48,4 @@ async def test_losing_every_member_at_once_evicts_and_moves_nothing(chaos: Chaos
         await clusters.until(lambda: all(settled(clusters.get(m)) for m in MEMBERS), 120,
                              "every member Ready and untainted")
         await rbs.hold(lambda: unchanged(rbs, before), HOLD, "nothing moved once they returned")
-        assert await chaos.member_copies(workload, MEMBERS) == copies
+        assert await chaos.member_copies(workload, MEMBERS) == expected
