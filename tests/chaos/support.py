@@ -33,7 +33,7 @@ from flotilla.api import keys, registry
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_NAMESPACE_PREFIX
 from flotilla.cli.status import InstanceStatus, collect
-from flotilla.local import RunState, pid_alive
+from flotilla.local import SERVICES, RunState, pid_alive
 from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
@@ -45,7 +45,6 @@ from tests.chaos.workload import NAMESPACE, Workload
 from tests.e2e.failover_support import History, Plane, placed, settled
 from tests.e2e.planes import flotilla_up
 
-SERVICES = ["webhook", "status", "taint_manager", "scheduler", "eviction", "executor"]
 # Services whose leader does the work (the webhook answers on every replica).
 LEADING = [s for s in SERVICES if s != "webhook"]
 LEASE = duration(PROFILES["demo"]["FLOTILLA_LEADER_ELECT_LEASE_DURATION"])

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from flotilla.api import registry
+from flotilla.local import SERVICES
 from tests.chaos.support import (
-    SERVICES,
     ChaosPlane,
     applied,
     assert_failed_over_once,
