@@ -35,9 +35,10 @@ FAILOVER_SPAN = 25.0
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("service", SERVICES)
+@pytest.mark.parametrize("service", [*SERVICES, "all"])
 async def test_a_service_killed_at_a_random_moment_of_a_failover_loses_nothing(
         chaos: ChaosPlane, tmp_path: Path, service: str, request: pytest.FixtureRequest) -> None:
+    """`all`: every service at the same moment, as a machine's crash would."""
     rng = seeded(request.node.name)
     moment, downtime = round(rng.uniform(0, FAILOVER_SPAN), 2), round(rng.uniform(0, 3), 2)
     workload = Workload(f"kill-{service.replace('_', '-')}", COUNT)
@@ -49,8 +50,9 @@ async def test_a_service_killed_at_a_random_moment_of_a_failover_loses_nothing(
         print(f"{failed} down; {service} killed {moment}s later, started again after {downtime}s")
         await chaos.fault(failed, "down")
         await asyncio.sleep(moment)
-        pid = chaos.state().services[service]
-        launch = await chaos.kill(pid)
+        pids = [chaos.state().services[s] for s in (SERVICES if service == "all" else [service])]
+        launches = await asyncio.gather(*(chaos.kill(pid) for pid in pids))
         await asyncio.sleep(downtime)
-        chaos.restart(pid, launch)
+        for pid, launch in zip(pids, launches, strict=True):
+            chaos.restart(pid, launch)
         await assert_failed_over_once(chaos, rbs, clusters, workload, before, failed, survivor)
