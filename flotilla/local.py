@@ -70,22 +70,14 @@ class RunState:
             return None
 
 
-def pid_alive(pid: int) -> bool:
-    """Running: a zombie is not (it holds no port or file; only the parent that started it can
-    reap it, and that is not `down`, e.g. for a service restarted by hand or by a test)."""
+def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        # Exited meanwhile; or there is no /proc (not Linux), and kill's answer stands.
-        return not Path("/proc/self").exists()
-    except (OSError, IndexError):
-        return True
+    return True
 
 
 def _terminate(pids: list[int], timeout: float = 10.0) -> None:
@@ -94,10 +86,10 @@ def _terminate(pids: list[int], timeout: float = 10.0) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for pid in pids:
-        while pid_alive(pid) and time.monotonic() < deadline:
+        while _pid_alive(pid) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.05)
-        if pid_alive(pid):
+        if _pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _reap(pid)
@@ -133,7 +125,7 @@ class LocalControlPlane:
 
     def ensure_not_running(self) -> None:
         previous = RunState.load(self.data_dir)
-        if previous and any(pid_alive(p) for p in [previous.etcd_pid, *previous.etcd_pids,
+        if previous and any(_pid_alive(p) for p in [previous.etcd_pid, *previous.etcd_pids,
                                                     *previous.services.values()] if p):
             raise UpError(
                 f"already running from {self.data_dir} (run `flotilla down --data-dir {self.data_dir}` first)"

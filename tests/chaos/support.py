@@ -22,7 +22,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import aetcd.exceptions
@@ -33,7 +33,7 @@ from flotilla.api import keys, registry
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_NAMESPACE_PREFIX
 from flotilla.cli.status import InstanceStatus, collect
-from flotilla.local import SERVICES, RunState, pid_alive
+from flotilla.local import SERVICES, RunState
 from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
@@ -77,16 +77,27 @@ class Launch:
         env = dict(e.decode().split("=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
         return cls(argv, env, os.readlink(proc / "cwd"), os.readlink(proc / "fd" / "1"))
 
-    def start(self) -> subprocess.Popen[bytes]:
-        with open(self.log, "ab") as log:
-            return subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+    def start(self) -> int:
+        """Start it again, detached as `flotilla up --detach` leaves it: through a shell that exits at
+        once, so init (not this test) is its parent and reaps it when `flotilla down` stops it."""
+        shell = subprocess.run(["sh", "-c", 'log=$1; shift; "$@" >>"$log" 2>&1 </dev/null & echo $!',
+                                "sh", self.log, *self.argv],
+                               env=self.env, cwd=self.cwd, capture_output=True, text=True, check=True,
+                               start_new_session=True)
+        return int(shell.stdout.strip())
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @dataclass
 class ChaosPlane:
     plane: Plane
-    started: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def endpoints(self) -> str:
@@ -105,26 +116,22 @@ class ChaosPlane:
         """SIGKILL the process, once it is gone; how to start it again."""
         launch = Launch.of(pid)
         os.kill(pid, signal.SIGKILL)
-        while pid_alive(pid):
-            # Another process's exit gives this one no event to await: poll /proc.
+        deadline = time.monotonic() + 30
+        while _exists(pid):
+            assert time.monotonic() < deadline, f"process {pid} still there 30s after SIGKILL"
+            # Another process's exit (and init reaping it) gives this one no event to await: poll.
             await asyncio.sleep(0.02)
         return launch
 
     def restart(self, pid: int, launch: Launch) -> int:
         """Start a killed process again as it was started, in run.json in its place; its new pid."""
-        process = launch.start()
-        self.started.append(process)
+        new = launch.start()
         state = self.state()
-        state.services = {n: process.pid if p == pid else p for n, p in state.services.items()}
-        state.etcd_pids = [process.pid if p == pid else p for p in state.etcd_pids]
-        state.etcd_pid = process.pid if state.etcd_pid == pid else state.etcd_pid
+        state.services = {n: new if p == pid else p for n, p in state.services.items()}
+        state.etcd_pids = [new if p == pid else p for p in state.etcd_pids]
+        state.etcd_pid = new if state.etcd_pid == pid else state.etcd_pid
         state.save(self.data_dir)
-        return process.pid
-
-    def reap(self) -> None:
-        for process in self.started:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(10)
+        return new
 
     async def statuses(self) -> list[InstanceStatus]:
         store = await Store.connect(self.endpoints)
@@ -213,16 +220,10 @@ class ChaosPlane:
 def chaos_plane(tmp_path_factory: pytest.TempPathFactory, *flags: str) -> Iterator[ChaosPlane]:
     """`flotilla up --sim-clusters 3 --profile demo FLAGS`, with every etcd endpoint it serves.
     `flotilla down` stops what run.json names, the restarted processes included."""
-    chaos: ChaosPlane | None = None
-    try:
-        with flotilla_up(tmp_path_factory, 3, *flags) as (data_dir, _first):
-            state = RunState.load(data_dir)
-            assert state is not None
-            chaos = ChaosPlane(Plane(data_dir, state.etcd_endpoints))
-            yield chaos
-    finally:
-        if chaos is not None:
-            chaos.reap()
+    with flotilla_up(tmp_path_factory, 3, *flags) as (data_dir, _first):
+        state = RunState.load(data_dir)
+        assert state is not None
+        yield ChaosPlane(Plane(data_dir, state.etcd_endpoints))
 
 
 # -- the end state ----------------------------------------------------------------------------
