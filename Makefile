@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test fuzz demo protos lint bench clean
+.PHONY: test fuzz chaos demo protos lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ test: $(STAMP)
 # The property tests of admission with many more examples than `make test` runs (minutes, not seconds).
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=long $(BIN)/pytest -q --timeout=0 tests/property
+
+# The chaos suite's long versions (tests/chaos: 200 bindings, every service killed in turn, long
+# flapping); `make test` runs a short version of each. FLOTILLA_CHAOS_SEED=<seed> repeats a run.
+chaos: $(STAMP)
+	$(BIN)/pytest -q -s -m long --durations=0 tests/chaos
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -33,7 +33,8 @@ from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import feature_gates
 from flotilla.store import StoreError
-from flotilla.store.embedded import EmbeddedEtcd, EtcdError, free_port, port_is_free
+from flotilla.store.connect import channel_target
+from flotilla.store.embedded import EtcdCluster, EtcdError, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
 SERVICES = ["webhook", "status", "taint_manager", "scheduler", "eviction", "executor"]
@@ -52,7 +53,8 @@ class RunState:
     """What `up --detach` started, for `down`."""
 
     etcd_endpoints: str
-    etcd_pid: int = 0
+    etcd_pid: int = 0  # the first member's, as before there were several
+    etcd_pids: list[int] = field(default_factory=list)
     services: dict[str, int] = field(default_factory=dict)
     sim_port: int = 0
 
@@ -104,6 +106,7 @@ def _reap(pid: int) -> None:
 class LocalControlPlane:
     def __init__(self, data_dir: Path, etcd_endpoints: str | None, etcd_port: int | None,
                  detach: bool, extra_env: dict[str, str] | None = None, sim_clusters: int = 0,
+                 replicas: int = 1, etcd_members: int = 1,
                  insecure: bool = False, ca: tuple[Path, Path] | None = None,
                  encryption_key_file: Path | None = None) -> None:
         self.insecure = insecure
@@ -117,7 +120,9 @@ class LocalControlPlane:
         self.extra_env = extra_env or {}
         self.sim_clusters = sim_clusters
         self.sim_port = 0
-        self.etcd: EmbeddedEtcd | None = None
+        self.replicas = replicas
+        self.etcd_members = etcd_members
+        self.etcd: EtcdCluster | None = None
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
     @property
@@ -129,7 +134,8 @@ class LocalControlPlane:
 
     def ensure_not_running(self) -> None:
         previous = RunState.load(self.data_dir)
-        if previous and any(_pid_alive(p) for p in [previous.etcd_pid, *previous.services.values()] if p):
+        if previous and any(_pid_alive(p) for p in [previous.etcd_pid, *previous.etcd_pids,
+                                                    *previous.services.values()] if p):
             raise UpError(
                 f"already running from {self.data_dir} (run `flotilla down --data-dir {self.data_dir}` first)"
             )
@@ -142,10 +148,12 @@ class LocalControlPlane:
             port = self.etcd_port or (DEFAULT_ETCD_PORT if port_is_free(DEFAULT_ETCD_PORT) else free_port())
             if not port_is_free(port):
                 raise UpError(f"etcd port {port} is taken")
-            self.etcd = EmbeddedEtcd(self.data_dir / "etcd", client_port=port, tls=self.certificates.get("etcd"))
+            self.etcd = EtcdCluster(self.data_dir / "etcd", self.etcd_members, client_port=port,
+                                    tls=self.certificates.get("etcd"))
             self.etcd.start(detach=self.detach)
         for name in SERVICES:
-            self._spawn(name, "-m", f"services.{name}", "--data-dir", str(self.data_dir))
+            for instance in self.instances(name):
+                self._spawn(instance, "-m", f"services.{name}", "--data-dir", str(self.data_dir))
         if self.sim_clusters:
             previous_port = previous.sim_port if previous else 0
             self.sim_port = previous_port if previous_port and port_is_free(previous_port) else free_port()
@@ -161,7 +169,8 @@ class LocalControlPlane:
         if not self.key_file.exists():
             crypto.new_key_file(self.key_file)
         if not self.insecure:
-            names = ["etcd", *SERVICES, "sim", *(f"agent-{m}" for m in self.member_names)]
+            processes = [*SERVICES, *(f"agent-{m}" for m in self.member_names)]
+            names = ["etcd", "sim", *(i for name in processes for i in self.instances(name))]
             self.certificates = tls.plane_certificates(self.data_dir / "pki", names, *(self.ca or ()))
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
 
@@ -176,6 +185,10 @@ class LocalControlPlane:
                            sim_address=f"127.0.0.1:{self.sim_port}" if self.sim_port else "",
                            tls_ca=admin.ca if admin else "", tls_cert=admin.cert if admin else "",
                            tls_key=admin.key if admin else "", encryption_key_file=str(self.key_file.resolve()))
+
+    def instances(self, service: str) -> list[str]:
+        """The process names of a service's replicas (each elects, so one leads, the rest stand by)."""
+        return [service] if self.replicas == 1 else [f"{service}-{i}" for i in range(1, self.replicas + 1)]
 
     @property
     def sim_dir(self) -> Path:
@@ -195,7 +208,8 @@ class LocalControlPlane:
     def _save(self) -> None:
         RunState(
             etcd_endpoints=self.endpoints,
-            etcd_pid=self.etcd.process.pid if self.etcd and self.etcd.process else 0,
+            etcd_pid=self.etcd.pids[0] if self.etcd and self.etcd.pids else 0,
+            etcd_pids=self.etcd.pids if self.etcd else [],
             services={n: p.pid for n, p in self.processes.items()},
             sim_port=self.sim_port,
         ).save(self.data_dir)
@@ -221,8 +235,8 @@ class LocalControlPlane:
                 await store.close()
 
         asyncio.run(join_all())
-        if pull:
-            self._spawn(f"agent-{pull}", "-m", "services.executor", "--mode", "agent", "--cluster", pull,
+        for instance in self.instances(f"agent-{pull}") if pull else []:
+            self._spawn(instance, "-m", "services.executor", "--mode", "agent", "--cluster", str(pull),
                         "--kubeconfig", str(self.sim_dir / "kubeconfigs" / f"{pull}.yaml"),
                         "--data-dir", str(self.data_dir))
         self._save()
@@ -236,8 +250,9 @@ class LocalControlPlane:
                     raise UpError(f"service {name} exited with code {proc.returncode}; "
                                   f"see {self.data_dir / 'logs' / (name + '.log')}")
 
-        services = [*SERVICES, *(["sim"] if self.sim_clusters else [])]
-        asyncio.run(wait_for_services(self.endpoints, services, timeout, check_alive))
+        asyncio.run(wait_for_services(self.endpoints, SERVICES, timeout, check_alive, instances=self.replicas))
+        if self.sim_clusters:
+            asyncio.run(wait_for_services(self.endpoints, ["sim"], timeout, check_alive))
 
     @property
     def member_names(self) -> list[str]:
@@ -265,7 +280,7 @@ class LocalControlPlane:
     def wait_serving_also(self, services: list[str], timeout: float = 60.0) -> None:
         from flotilla.cli.status import wait_for_services
 
-        asyncio.run(wait_for_services(self.endpoints, services, timeout))
+        asyncio.run(wait_for_services(self.endpoints, services, timeout, instances=self.replicas))
 
     def stop(self) -> None:
         _terminate([p.pid for p in self.processes.values()])
@@ -345,10 +360,10 @@ def down(data_dir: Path) -> int:
         print(f"nothing to stop: no {RunState.path(data_dir)}")
         return 0
     _terminate(list(state.services.values()))
-    if state.etcd_pid:
-        _terminate([state.etcd_pid])
+    etcd = state.etcd_pids or ([state.etcd_pid] if state.etcd_pid else [])
+    _terminate(etcd)
     forget_plane(data_dir)
-    print(f"stopped {len(state.services)} services" + (" and etcd" if state.etcd_pid else ""))
+    print(f"stopped {len(state.services)} services" + (" and etcd" if etcd else ""))
     return 0
 
 
@@ -365,9 +380,13 @@ def up(args: argparse.Namespace) -> int:
     if bool(args.ca_cert) != bool(args.ca_key):
         raise UpError("--ca-cert and --ca-key go together")
     ca = (Path(args.ca_cert), Path(args.ca_key)) if args.ca_cert else None
+    if args.etcd_endpoints:
+        if args.etcd_members != 1:
+            raise UpError("--etcd-members: only for the embedded etcd; --etcd-endpoints names an etcd of your own")
+        channel_target(args.etcd_endpoints)  # before anything starts: endpoints no client can dial
     plane = LocalControlPlane(Path(args.data_dir or DEFAULT_DATA_DIR), args.etcd_endpoints, args.etcd_port, args.detach,
                               extra_env=service_env(args.profile, args.feature_gates), sim_clusters=args.sim_clusters,
-                              insecure=args.insecure, ca=ca,
+                              replicas=args.replicas, etcd_members=args.etcd_members, insecure=args.insecure, ca=ca,
                               encryption_key_file=Path(args.encryption_key_file) if args.encryption_key_file else None)
     # Before anything is started, and outside the clean-up below: a plane already running
     # from this directory is not ours to stop.
@@ -467,6 +486,16 @@ def sim_fault(args: argparse.Namespace) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flotilla", description="Run the Flotilla control plane.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -483,6 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="timings: Karmada's defaults, or demo (failover within seconds)")
     p_up.add_argument("--feature-gates", type=feature_gates, default={}, metavar="NAME=BOOL,...",
                       help="feature gates for every service that has them, e.g. StatefulFailoverInjection=true")
+    p_up.add_argument("--replicas", type=positive_int, default=1, metavar="N",
+                      help="processes of every service, each leader-elected: one leads, the others stand by")
+    p_up.add_argument("--etcd-members", type=positive_int, default=1, metavar="N",
+                      help="members of the embedded etcd, each with its own ports and data dir (e.g. 3)")
     p_up.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT, metavar="SECONDS",
                       help="how long to wait for every simulated cluster to be Ready (default %(default)gs)")
     p_up.add_argument("--insecure", action="store_true",

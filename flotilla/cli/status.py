@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -104,8 +105,9 @@ async def wait_for_services(
     services: Sequence[str],
     timeout: float,
     check: Callable[[], None] = lambda: None,
+    instances: int = 1,
 ) -> None:
-    """Return once each named service has an instance answering SERVING."""
+    """Return once each named service has `instances` instances answering SERVING."""
     from flotilla.store.connect import make_client
 
     loop = asyncio.get_running_loop()
@@ -113,8 +115,8 @@ async def wait_for_services(
     async with make_client(endpoints) as client:
         while True:
             check()
-            serving = {s.endpoint.service for s in await collect(client) if s.health == "SERVING"}
-            missing = [s for s in services if s not in serving]
+            serving = Counter(s.endpoint.service for s in await collect(client) if s.health == "SERVING")
+            missing = [s for s in services if serving[s] < instances]
             if not missing:
                 return
             if loop.time() > deadline:

@@ -35,6 +35,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
+from flotilla.store.connect import channel_target
 from flotilla.store.endpoints import Endpoint, Registration
 from flotilla.store.events import EventRecorder
 from flotilla.store.leader import LeaderElector
@@ -125,7 +126,8 @@ def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
     args = build_parser(spec).parse_args(argv)
     try:
         args.etcd_endpoints = resolve_endpoints(args.etcd_endpoints)
-    except ContextError as e:
+        channel_target(args.etcd_endpoints)  # endpoints no client can dial: refused here, in one line
+    except (ContextError, ValueError) as e:
         # Like a bad flag: one line, exit code 2, before anything starts.
         print(f"python -m services.{spec.name}: {e}", file=sys.stderr)
         return 2

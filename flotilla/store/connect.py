@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import itertools
 from typing import Any
 from urllib.parse import urlparse
@@ -28,18 +29,40 @@ class CrossedWatch(aetcd.exceptions.ClientError):  # type: ignore[misc]
     """etcd's answer to a watch request was handed to another request (see `watch`)."""
 
 
-def parse_endpoint(endpoints: str) -> tuple[str, int]:
-    """The first endpoint of a comma-separated list as (host, port).
+def parse_endpoints(endpoints: str) -> list[tuple[str, int]]:
+    """Every endpoint of a comma-separated list as (host, port)."""
+    parsed = []
+    for given in endpoints.split(","):
+        text = given.strip() if "://" in given else "http://" + given.strip()
+        url = urlparse(text)
+        if not url.hostname:
+            raise ValueError(f"etcd endpoint {given.strip()!r}: no host")
+        parsed.append((url.hostname, url.port or 2379))
+    return parsed
 
-    aetcd speaks to one member; the first endpoint is the one we use.
-    """
-    first = endpoints.split(",")[0].strip()
-    if "://" not in first:
-        first = "http://" + first
-    url = urlparse(first)
-    if not url.hostname:
-        raise ValueError(f"etcd endpoint {first!r}: no host")
-    return url.hostname, url.port or 2379
+
+def channel_target(endpoints: str) -> str:
+    """One gRPC target over every endpoint, so the client carries on through the other members
+    when the one it talks to is lost: gRPC's pick_first tries the addresses in order, and moves on
+    when its connection breaks. gRPC lists several addresses only as IP literals of one family."""
+    addresses = parse_endpoints(endpoints)
+    if len(addresses) == 1:
+        host, port = addresses[0]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    ips = [(_ip(host), port) for host, port in addresses]
+    if all(isinstance(ip, ipaddress.IPv4Address) for ip, _ in ips):
+        return "ipv4:" + ",".join(f"{ip}:{port}" for ip, port in ips)
+    if all(isinstance(ip, ipaddress.IPv6Address) for ip, _ in ips):
+        return "ipv6:" + ",".join(f"[{ip}]:{port}" for ip, port in ips)
+    raise ValueError(f"etcd endpoints {endpoints!r}: several endpoints must all be IPv4 or all IPv6 addresses "
+                     "(or give one DNS name that resolves to every member)")
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address("127.0.0.1" if host == "localhost" else host)
+    except ValueError:
+        return None
 
 
 class _Watcher(aetcd.watcher.Watcher):  # type: ignore[misc]
@@ -93,12 +116,13 @@ class _Client(aetcd.Client):  # type: ignore[misc]
 
 
 def make_client(endpoints: str, timeout: float | None = 10.0, tls: TLSFiles | None = None) -> aetcd.Client:
-    """A client of the first endpoint; over TLS for an https:// one, with `tls` or else the
-    certificates flotilla.tls.etcd_client_tls finds; plain for http://, whatever `tls` says."""
-    host, port = parse_endpoint(endpoints)
+    """A client of every endpoint (one gRPC target); over TLS for https:// ones, with `tls` or
+    else the certificates flotilla.tls.etcd_client_tls finds; plain for http://, whatever `tls` says."""
+    # aetcd dials f"{host}:{port}": splitting the target at its last colon gives it back whole.
+    host, port = channel_target(endpoints).rsplit(":", 1)
     return _Client(
         host=host,
-        port=port,
+        port=int(port),
         timeout=timeout,
         tls=(tls or etcd_client_tls(endpoints)) if is_tls_endpoint(endpoints) else None,
         options={

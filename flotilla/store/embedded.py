@@ -6,6 +6,7 @@ needs), falling back to an `etcd` on PATH.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -15,8 +16,9 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
-from flotilla.tls import TLSFiles
+from flotilla.tls import TLSFiles, etcd_client_tls
 
 
 class EtcdError(RuntimeError):
@@ -71,14 +73,18 @@ class EmbeddedEtcd:
         peer_port: int | None = None,
         host: str = "127.0.0.1",
         tls: TLSFiles | None = None,
+        name: str = "flotilla",
     ) -> None:
         # With `tls` clients need a certificate its CA signed (mutual TLS); the same files
         # are etcd's serving certificate and the client certificate of its health check.
         self.tls = tls
         self.data_dir = Path(data_dir)
         self.host = host
+        self.name = name
         self.client_port = client_port or free_port(host)
         self.peer_port = peer_port or free_port(host)
+        # `name=peer-url,...` of every member; set by EtcdCluster, else this member alone.
+        self.initial_cluster = f"{name}={self.peer_url}"
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -86,21 +92,25 @@ class EmbeddedEtcd:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.client_port}"
 
     @property
+    def peer_url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.peer_port}"
+
+    @property
     def log_path(self) -> Path:
         return self.data_dir / "etcd.log"
 
     def command(self) -> list[str]:
         client = self.endpoint
-        peer = f"http://{self.host}:{self.peer_port}"
+        peer = self.peer_url
         return [
             find_etcd_binary(),
-            "--name", "flotilla",
+            "--name", self.name,
             "--data-dir", str(self.data_dir / "member"),
             "--listen-client-urls", client,
             "--advertise-client-urls", client,
             "--listen-peer-urls", peer,
             "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"flotilla={peer}",
+            "--initial-cluster", self.initial_cluster,
             "--log-level", "warn",
             *self._tls_flags(),
         ]
@@ -109,9 +119,18 @@ class EmbeddedEtcd:
         if self.tls is None:
             return []
         return ["--cert-file", self.tls.cert, "--key-file", self.tls.key, "--trusted-ca-file", self.tls.ca,
-                "--client-cert-auth"]
+                "--client-cert-auth",
+                # Members of a cluster speak to each other with the same certificate, both ways.
+                "--peer-cert-file", self.tls.cert, "--peer-key-file", self.tls.key,
+                "--peer-trusted-ca-file", self.tls.ca, "--peer-client-cert-auth"]
 
     def start(self, timeout: float = 20.0, detach: bool = False) -> None:
+        self.launch(detach)
+        self.wait_healthy(timeout)
+
+    def launch(self, detach: bool = False) -> None:
+        """Start the process without waiting: a member of a cluster is healthy only once a
+        quorum of its peers runs."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
@@ -124,7 +143,6 @@ class EmbeddedEtcd:
             )
         finally:
             log.close()
-        self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -149,6 +167,13 @@ class EmbeddedEtcd:
         except (urllib.error.URLError, OSError):
             return False
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash: nothing is flushed or handed over."""
+        proc, self.process = self.process, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
     def stop(self, timeout: float = 10.0) -> None:
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
@@ -166,3 +191,63 @@ class EmbeddedEtcd:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class EtcdCluster:
+    """`members` etcd members on loopback, each with its own ports and data dir under `data_dir`
+    (one member keeps `data_dir` itself, as a plane always had). `endpoint` lists every member's
+    client URL, comma-separated, as `--etcd-endpoints` takes them."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], members: int = 1, client_port: int | None = None,
+                 tls: TLSFiles | None = None) -> None:
+        if members == 1:
+            self.members = [EmbeddedEtcd(data_dir, client_port=client_port, tls=tls)]
+        else:
+            self.members = [EmbeddedEtcd(Path(data_dir) / f"etcd-{i}", client_port=client_port if i == 1 else None,
+                                         name=f"etcd-{i}", tls=tls) for i in range(1, members + 1)]
+        everyone = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        for member in self.members:
+            member.initial_cluster = everyone
+
+    @property
+    def endpoint(self) -> str:
+        return ",".join(m.endpoint for m in self.members)
+
+    @property
+    def pids(self) -> list[int]:
+        return [m.process.pid for m in self.members if m.process is not None]
+
+    def start(self, timeout: float = 20.0, detach: bool = False) -> None:
+        try:
+            for member in self.members:
+                member.launch(detach)
+            for member in self.members:
+                member.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
+
+
+def gateway_call(endpoint: str, path: str, body: dict[str, Any], timeout: float = 2) -> dict[str, Any]:
+    """POST to an etcd member's JSON gateway (`/v3/...`), over TLS with the client certificate
+    flotilla.tls.etcd_client_tls finds when the endpoint is https://."""
+    files = etcd_client_tls(endpoint)
+    request = urllib.request.Request(endpoint + path, data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(request, timeout=timeout,
+                                context=files.client_ssl_context() if files else None) as reply:
+        answer: dict[str, Any] = json.loads(reply.read())
+        return answer
+
+
+def member_status(endpoint: str) -> dict[str, str] | None:
+    """An etcd member's id and the id of the leader it follows (its maintenance status, through the
+    JSON gateway); None when it does not answer."""
+    try:
+        body = gateway_call(endpoint, "/v3/maintenance/status", {})
+    except (OSError, ValueError):
+        return None
+    return {"member_id": str(body["header"]["member_id"]), "leader": str(body.get("leader", ""))}
