@@ -253,8 +253,8 @@ class Plane:
 
     def pids(self) -> dict[str, int]:
         pids = {name: p.pid for name, p in self.local.processes.items()}
-        if self.local.etcd is not None and self.local.etcd.process is not None:
-            pids["etcd"] = self.local.etcd.process.pid
+        etcd = self.local.etcd.pids if self.local.etcd is not None else []
+        pids.update({"etcd" if len(etcd) == 1 else f"etcd-{i}": pid for i, pid in enumerate(etcd, 1)})
         return pids
 
     def stop(self) -> None:
