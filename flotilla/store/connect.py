@@ -119,19 +119,21 @@ def make_client(endpoints: str, timeout: float | None = 10.0, tls: TLSFiles | No
     """A client of every endpoint (one gRPC target); over TLS for https:// ones, with `tls` or
     else the certificates flotilla.tls.etcd_client_tls finds; plain for http://, whatever `tls` says."""
     # aetcd dials f"{host}:{port}": splitting the target at its last colon gives it back whole.
-    host, port = channel_target(endpoints).rsplit(":", 1)
-    return _Client(
-        host=host,
-        port=int(port),
-        timeout=timeout,
-        tls=(tls or etcd_client_tls(endpoints)) if is_tls_endpoint(endpoints) else None,
-        options={
-            # Reconnect promptly after an etcd restart instead of backing off for a minute.
-            "grpc.initial_reconnect_backoff_ms": 100,
-            "grpc.max_reconnect_backoff_ms": 1000,
-            "grpc.max_receive_message_length": 64 * 1024 * 1024,
-        },
-    )
+    target = channel_target(endpoints)
+    host, port = target.rsplit(":", 1)
+    options: dict[str, Any] = {
+        # Reconnect promptly after an etcd restart instead of backing off for a minute.
+        "grpc.initial_reconnect_backoff_ms": 100,
+        "grpc.max_reconnect_backoff_ms": 1000,
+        "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    }
+    secure = is_tls_endpoint(endpoints)
+    if secure and "," in target:
+        # The authority of an `ipv4:a,b,c` target is the whole list, which no certificate names:
+        # every member is verified against the first endpoint's host instead.
+        options["grpc.ssl_target_name_override"] = parse_endpoints(endpoints)[0][0]
+    return _Client(host=host, port=int(port), timeout=timeout,
+                   tls=(tls or etcd_client_tls(endpoints)) if secure else None, options=options)
 
 
 async def watch(client: aetcd.Client, key: bytes, prefix: bool = False, **options: Any) -> Any:

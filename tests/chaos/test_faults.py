@@ -19,13 +19,13 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-import grpc
 import pytest
 
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, status_pb2, work_pb2
 from flotilla.api.v1.status_pb2_grpc import ClusterHealthStub
 from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.tls import client_tls, grpc_channel
 from tests.chaos.support import (
     FAILURE_THRESHOLD,
     LEADING,
@@ -200,7 +200,7 @@ async def probe_gaps(chaos: ChaosPlane, cluster: str) -> list[float]:
     """Seconds between the status leader's recent probes of the cluster."""
     leader = await chaos.leader("status")
     assert leader is not None
-    async with grpc.aio.insecure_channel(leader.address) as channel:
+    async with grpc_channel(leader.address, client_tls()) as channel:
         report = await ClusterHealthStub(channel).GetClusterHealth(
             status_pb2.GetClusterHealthRequest(cluster=cluster), timeout=10)
     times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%S.%fZ") for p in report.probes]

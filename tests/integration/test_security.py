@@ -26,7 +26,7 @@ from flotilla.credentials import SECRET_TYPE, secret_document
 from flotilla.crypto import PREFIX, EncryptionKeys, Key
 from flotilla.member import Credentials
 from flotilla.store import Store, StoreError
-from flotilla.store.connect import parse_endpoint
+from flotilla.store.connect import parse_endpoints
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
 from flotilla.store.events import events_for
@@ -43,7 +43,7 @@ def _trusting_only(ca: str) -> grpc.ChannelCredentials:
 
 
 async def test_etcd_refuses_a_client_without_a_certificate(etcd: EmbeddedEtcd, security: Security) -> None:
-    host, port = parse_endpoint(etcd.endpoint)
+    ((host, port),) = parse_endpoints(etcd.endpoint)
     plain = aetcd.Client(host=host, port=port, timeout=5)
     try:
         with pytest.raises(aetcd.exceptions.ClientError):
