@@ -5,12 +5,13 @@ reporting every member Healthy; prints one JSON object.
 
 - wall_s: from the first apply to the last placement Healthy (or `--timeout`, with the
   Healthy/Unhealthy/Unknown counts where it stood).
-- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS.
+- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS
+  (with `--sim-processes N`, summed over the simulator's processes).
 - readyz_ms: p50/p99/max of the simulator's `/readyz`, asked by a separate prober process one
   cluster after another (every `--probe-interval`) for the whole rollout.
 
     python bench/rollout.py --clusters 10 --deployments 1000
-    python bench/rollout.py --clusters 100 --deployments 100
+    python bench/rollout.py --clusters 100 --deployments 100 [--sim-processes 4]
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def with_children(pid: int) -> list[int]:
+    """`pid` and its child processes (a sharded simulator's)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *(int(c) for c in children)]
+
+
 # -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
 
 def probe_targets(kubeconfigs: Path) -> list[tuple[str, str, ssl.SSLContext | None]]:
@@ -139,7 +146,7 @@ def placements(bindings: Informer[Any], clusters: int) -> Counter[str]:
 
 
 async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float,
-                  pids: dict[str, int]) -> dict[str, Any]:
+                  pids: dict[str, list[int]]) -> dict[str, Any]:
     store = await Store.connect(endpoint)
     bindings: Informer[Any] = Informer(store, registry.RESOURCE_BINDING, namespace=NAMESPACE)
     watching = asyncio.create_task(bindings.run())
@@ -154,7 +161,10 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
             if not response.allowed:
                 raise RuntimeError(f"apply refused: {response}")
 
-    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    def cpu(name: str) -> float:
+        return sum(cpu_seconds(pid) for pid in pids[name])
+
+    cpu_before = {name: cpu(name) for name in pids}
     started = time.perf_counter()
     await apply(policy(clusters))
     await asyncio.gather(*(apply(deployment(i)) for i in range(deployments)))
@@ -174,8 +184,8 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
         "placements": total, "healthy": counts["Healthy"], "unhealthy": counts["Unhealthy"],
         "unknown": total - counts["Healthy"] - counts["Unhealthy"],
         "all_healthy": counts["Healthy"] == total, "apply_s": round(applied_s, 2), "wall_s": round(wall, 2),
-        **{f"{name}_cpu_s": round(cpu_seconds(pid) - cpu_before[name], 2) for name, pid in pids.items()},
-        **{f"{name}_peak_rss_mb": round(peak_rss_mb(pid), 1) for name, pid in pids.items()},
+        **{f"{name}_cpu_s": round(cpu(name) - cpu_before[name], 2) for name in pids},
+        **{f"{name}_peak_rss_mb": round(sum(peak_rss_mb(pid) for pid in group), 1) for name, group in pids.items()},
     }
 
 
@@ -185,7 +195,8 @@ def start_sim(args: argparse.Namespace, data_dir: Path, endpoint: str) -> subpro
         return subprocess.Popen(
             [sys.executable, "-m", "sim", "--port", str(free_port()), "--clusters", str(args.clusters),
              "--data-dir", str(data_dir / "sim"), "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s",
-             "--node-pods", str(args.node_pods)],
+             "--node-pods", str(args.node_pods), "--processes", str(args.sim_processes),
+             "--loop", args.sim_loop],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -224,15 +235,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             kubeconfigs = data_dir / "sim" / "kubeconfigs"
             asyncio.run(join_all(state.etcd_endpoints, kubeconfigs,
                                  [f"member{i}" for i in range(1, args.clusters + 1)]))
-            pids = {"executor": state.services["executor"], "sim": sim.pid}
+            pids = {"executor": [state.services["executor"]], "sim": with_children(sim.pid)}
             prober = subprocess.Popen(
                 [sys.executable, __file__, "--probe", str(kubeconfigs), "--probe-interval", str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            load_before = os.getloadavg()
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
             prober.send_signal(signal.SIGTERM)
             out, _ = prober.communicate(timeout=30)
             result["readyz_ms"] = json.loads(out)
-            return {"clusters": args.clusters, "deployments": args.deployments, **result}
+            return {"clusters": args.clusters, "deployments": args.deployments, "sim_processes": args.sim_processes,
+                    "sim_loop": args.sim_loop,
+                    **result, "load_average_before": [round(x, 2) for x in load_before],
+                    "load_average_after": [round(x, 2) for x in os.getloadavg()]}
         finally:
             for process in (prober, sim):
                 if process is not None and process.poll() is None:
@@ -250,6 +265,10 @@ def main() -> None:
     parser.add_argument("--profile", default="demo", help="the `flotilla up` timing profile")
     parser.add_argument("--probe-interval", type=float, default=0.05)
     parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
+    parser.add_argument("--sim-processes", type=int, default=1,
+                        help="serve the simulated clusters from this many processes (python -m sim --processes)")
+    parser.add_argument("--sim-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="the simulator's event loop (python -m sim --loop)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     args = parser.parse_args()
     if args.probe:

@@ -31,13 +31,14 @@ _MAX_BODY = 3 * 1024 * 1024  # the API server's request size limit
 class SimServer:
     def __init__(self, clock: Clock, data_dir: str | Path, *, host: str = "127.0.0.1", pod_ready_delay: float = 2.0,
                  nodes: int = 3, node_cpu: str = "8", node_memory: str = "32Gi", node_pods: int = 110,
-                 git_version: str = DEFAULT_VERSION) -> None:
+                 git_version: str = DEFAULT_VERSION, serving_cert: str = "serving") -> None:
         self.clock = clock
         self.data_dir = Path(data_dir)
         self.host = host
         self.pod_ready_delay = pod_ready_delay
         self.defaults = {"nodes": nodes, "cpu": node_cpu, "memory": node_memory, "pods": node_pods}
         self.git_version = git_version
+        self.serving_cert = serving_cert  # file name in <data-dir>/pki of this process's certificate
         self.clusters: dict[str, SimCluster] = {}
         self.timers = Timers(clock)
         self.port = 0
@@ -99,7 +100,7 @@ class SimServer:
         self.port = sock.getsockname()[1]
         self._stopping.clear()
         try:
-            self.tls = Authority(self.data_dir / "pki", serving_hosts(self.host))
+            self.tls = Authority(self.data_dir / "pki", serving_hosts(self.host), self.serving_cert)
             await self._listeners.start(self.tls.server_context())
             for cluster in self.clusters.values():
                 self._publish(cluster)

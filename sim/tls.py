@@ -14,6 +14,7 @@ import socket
 import ssl
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -27,23 +28,16 @@ _BACKDATE = timedelta(hours=1)
 
 
 class Authority:
-    """The CA (loaded from or written to `directory`) and a serving certificate for `hosts`."""
+    """The CA (loaded from or written to `directory`) and a serving certificate for `hosts`,
+    written as `<serving>.crt`/`.key` (each process of a sharded simulator has its own)."""
 
-    def __init__(self, directory: Path, hosts: list[str]) -> None:
+    def __init__(self, directory: Path, hosts: list[str], serving: str = "serving") -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
-        if ca_cert_path.exists() and ca_key_path.exists():
-            self._ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
-            self._ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
-        else:
-            self._ca_key, self._ca_cert = _new_ca()
-            _write(ca_key_path, _key_pem(self._ca_key), private=True)
-            _write(ca_cert_path, self._ca_cert.public_bytes(serialization.Encoding.PEM))
+        self._ca_key, self._ca_cert = ensure_ca(directory)
         self.ca_pem = self._ca_cert.public_bytes(serialization.Encoding.PEM)
         key = ec.generate_private_key(ec.SECP256R1())
         cert = _serving_cert(key, self._ca_key, self._ca_cert, hosts)
-        self.cert_path, self.key_path = directory / "serving.crt", directory / "serving.key"
+        self.cert_path, self.key_path = directory / f"{serving}.crt", directory / f"{serving}.key"
         _write(self.key_path, _key_pem(key), private=True)
         _write(self.cert_path, cert.public_bytes(serialization.Encoding.PEM))
 
@@ -56,6 +50,20 @@ class Authority:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.cert_path, self.key_path)
         return context
+
+
+def ensure_ca(directory: Path) -> tuple[Any, x509.Certificate]:
+    """The CA kept in `directory`, made there first if missing. A sharded simulator's parent calls
+    this before starting its processes, so they all load the one CA instead of racing to make it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / "ca.crt", directory / "ca.key"
+    if cert_path.exists() and key_path.exists():
+        return (serialization.load_pem_private_key(key_path.read_bytes(), password=None),
+                x509.load_pem_x509_certificate(cert_path.read_bytes()))
+    key, cert = _new_ca()
+    _write(key_path, _key_pem(key), private=True)
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    return key, cert
 
 
 def serving_hosts(bind_host: str) -> list[str]:
