@@ -85,8 +85,6 @@ class ShardedSim:
 
     def __init__(self, child_args: list[str], names: list[str], processes: int, data_dir: Path,
                  host: str = "127.0.0.1") -> None:
-        if processes < 1:
-            raise ValueError("--processes must be at least 1")
         self.host = host
         self.port = 0
         self.data_dir = data_dir

@@ -108,6 +108,7 @@ async def test_two_processes_serve_their_clusters_and_stop_with_the_parent(
     await gone(workers)
 
 
+@pytest.mark.long  # a third process start on top of the test above
 async def test_children_stop_when_the_parent_is_killed(sharded: tuple[asyncio.subprocess.Process, str]) -> None:
     proc, address = sharded
     await serving(proc, address)
