@@ -23,9 +23,11 @@ from sim.kubeconfig import existing_port, existing_token, write_kubeconfig
 from sim.listeners import ClusterListeners
 from sim.timers import Timers
 from sim.tls import Authority, serving_hosts
+from sim.turns import Turns
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _MAX_BODY = 3 * 1024 * 1024  # the API server's request size limit
+_HEALTH = frozenset({"readyz", "healthz", "livez"})
 
 
 class SimServer:
@@ -46,6 +48,7 @@ class SimServer:
         self._runner: web.AppRunner | None = None
         self._listeners = ClusterListeners(host, self._serve_cluster, _MAX_BODY)
         self._stopping = asyncio.Event()
+        self._turns = Turns()
 
     @property
     def address(self) -> str:
@@ -150,6 +153,8 @@ class SimServer:
         if not kube_api.authorized(request, cluster):
             return kube_api.error_response(UNAUTHORIZED)
         request[watch.STOPPING] = self._stopping  # open watches end when the server does
+        if request.path.split("/", 2)[1] not in _HEALTH:
+            await self._turns.take()  # health probes never queue behind other requests' work
         return await kube_api.handle(request, cluster, request.path)
 
 
