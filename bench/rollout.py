@@ -8,7 +8,9 @@ reporting every member Healthy; prints one JSON object.
 - executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS
   (with `--sim-processes N`, summed over the simulator's processes).
 - readyz_ms: p50/p99/max of the simulator's `/readyz`, asked by a separate prober process one
-  cluster after another (every `--probe-interval`) for the whole rollout.
+  cluster after another (every `--probe-interval`) for the whole rollout, each over a connection
+  kept alive since a warm-up round (as a control plane's prober keeps one per member), so a
+  probe times the request and not a TCP and TLS handshake.
 - reference_readyz_ms: the same prober asking an idle one-cluster simulator (a process of its
   own, the same code and event loop) after each probe of the loaded one: what the machine's
   load alone costs a probe (the prober's own scheduling included), against which to read
@@ -113,8 +115,8 @@ async def probe(targets: list[Target], reference: Target, interval: float) -> No
     """Asks each simulated cluster's /readyz in turn, and an idle reference simulator's after each."""
     import aiohttp
 
-    latencies: dict[str, list[float]] = {"sim": [], "reference": []}
-    failures = {"sim": 0, "reference": 0}
+    latencies: dict[str, list[float]] = {"sim": [], "reference": [], "warm-up": []}
+    failures = {"sim": 0, "reference": 0, "warm-up": 0}
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -132,7 +134,12 @@ async def probe(targets: list[Target], reference: Target, interval: float) -> No
         except (aiohttp.ClientError, TimeoutError):
             failures[which] += 1
 
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+    # One kept-alive connection per cluster, as a control plane's health prober has: a probe times
+    # the request, not a TCP and TLS handshake (which the warm-up round pays for).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=3600)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10), connector=connector) as session:
+        for target in [*targets, reference]:
+            await ask(session, "warm-up", target)
         i = 0
         while not stop.is_set():
             await ask(session, "sim", targets[i % len(targets)])
@@ -145,7 +152,7 @@ async def probe(targets: list[Target], reference: Target, interval: float) -> No
     print(json.dumps({which: {"probes": len(found), "failures": failures[which],
                               "p50": round(percentile(found, 50), 2), "p99": round(percentile(found, 99), 2),
                               "max": round(max(found, default=float("nan")), 2)}
-                      for which, found in latencies.items()}))
+                      for which, found in latencies.items() if which != "warm-up"}))
 
 
 # -- the rollout ----------------------------------------------------------------------------
