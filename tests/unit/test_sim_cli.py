@@ -19,8 +19,9 @@ def test_defaults_and_names(tmp_path: Path) -> None:
 
 
 def test_a_sharded_simulators_processes_share_its_options_and_split_its_clusters(tmp_path: Path) -> None:
-    parent = parse_args(["--data-dir", str(tmp_path), "--clusters", "5", "--processes", "2", "--pod-ready-delay", "1.5s",
-                         "--nodes", "2", "--node-pods", "300", "--crds", "example.com/v1/Widget", "--loop", "asyncio"])
+    parent = parse_args(["--data-dir", str(tmp_path), "--clusters", "5", "--processes", "2",
+                         "--pod-ready-delay", "1.5s", "--nodes", "2", "--node-pods", "300",
+                         "--crds", "example.com/v1/Widget", "--loop", "asyncio"])
     child = parse_args([*child_args(parent), "--child", "1", "--names", "member2,member4", "--clusters", "0"])
     assert (child.child, child.cluster_names, child.port, child.etcd_endpoints) == (1, ["member2", "member4"], 0, None)
     for option in ("data_dir", "host", "pod_ready_delay", "nodes", "node_cpu", "node_memory", "node_pods", "crds",
