@@ -5,21 +5,30 @@ reporting every member Healthy; prints one JSON object.
 
 - wall_s: from the first apply to the last placement Healthy (or `--timeout`, with the
   Healthy/Unhealthy/Unknown counts where it stood).
-- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS.
+- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS
+  (with `--sim-processes N`, summed over the simulator's processes).
 - readyz_ms: p50/p99/max of the simulator's `/readyz`, asked by a separate prober process one
-  cluster after another (every `--probe-interval`) for the whole rollout.
+  cluster after another (every `--probe-interval`) for the whole rollout, each over a connection
+  kept alive since a warm-up round (as a control plane's prober keeps one per member), so a
+  probe times the request and not a TCP and TLS handshake.
+- reference_readyz_ms: the same prober asking an idle one-cluster simulator (a process of its
+  own, the same code and event loop) after each probe of the loaded one: what the machine's
+  load alone costs a probe (the prober's own scheduling included), against which to read
+  readyz_ms on a machine shared with other work.
 
     python bench/rollout.py --clusters 10 --deployments 1000
-    python bench/rollout.py --clusters 100 --deployments 100
+    python bench/rollout.py --clusters 100 --deployments 100 [--sim-processes 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -33,7 +42,6 @@ sys.path.insert(0, str(ROOT))
 
 from flotilla.api import registry  # noqa: E402
 from flotilla.api.v1 import webhook_pb2  # noqa: E402
-from flotilla.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
 from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
 from flotilla.local import RunState  # noqa: E402
 from flotilla.store import Informer, Store  # noqa: E402
@@ -61,9 +69,90 @@ def policy(clusters: int) -> dict[str, Any]:
                                    "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
 
 
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def with_children(pid: int) -> list[int]:
+    """`pid` and its child processes (a sharded simulator's)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *(int(c) for c in children)]
+
+
+# -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
+
+Target = tuple[str, str, ssl.SSLContext | None]  # server, token, TLS context trusting its CA
+
+
+def probe_targets(kubeconfigs: Path) -> list[Target]:
+    """Every simulated cluster of the kubeconfigs in the directory (or the one file)."""
+    import yaml
+
+    targets = []
+    for path in sorted(kubeconfigs.glob("*.yaml")) if kubeconfigs.is_dir() else [kubeconfigs]:
+        config = yaml.safe_load(path.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        ca = cluster.get("certificate-authority-data")
+        tls = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+        targets.append((cluster["server"], config["users"][0]["user"]["token"], tls))
+    return targets
+
+
+async def probe(targets: list[Target], reference: Target, interval: float) -> None:
+    """Asks each simulated cluster's /readyz in turn, and an idle reference simulator's after each."""
+    import aiohttp
+
+    latencies: dict[str, list[float]] = {"sim": [], "reference": [], "warm-up": []}
+    failures = {"sim": 0, "reference": 0, "warm-up": 0}
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    async def ask(session: aiohttp.ClientSession, which: str, target: Target) -> None:
+        server, token, tls = target
+        started = time.perf_counter()
+        try:
+            async with session.get(f"{server}/readyz", headers={"Authorization": f"Bearer {token}"},
+                                   ssl=tls if tls is not None else True) as r:
+                await r.read()
+                if r.status != 200:
+                    failures[which] += 1
+            latencies[which].append((time.perf_counter() - started) * 1000)
+        except (aiohttp.ClientError, TimeoutError):
+            failures[which] += 1
+
+    # One kept-alive connection per cluster, as a control plane's health prober has: a probe times
+    # the request, not a TCP and TLS handshake (which the warm-up round pays for).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=3600)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10), connector=connector) as session:
+        for target in [*targets, reference]:
+            await ask(session, "warm-up", target)
+        i = 0
+        while not stop.is_set():
+            await ask(session, "sim", targets[i % len(targets)])
+            await ask(session, "reference", reference)
+            i += 1
+            try:
+                await asyncio.wait_for(stop.wait(), interval)
+            except TimeoutError:
+                pass
+    print(json.dumps({which: {"probes": len(found), "failures": failures[which],
+                              "p50": round(percentile(found, 50), 2), "p99": round(percentile(found, 99), 2),
+                              "max": round(max(found, default=float("nan")), 2)}
+                      for which, found in latencies.items() if which != "warm-up"}))
 
 
 # -- the rollout ----------------------------------------------------------------------------
@@ -78,7 +167,7 @@ def placements(bindings: Informer[Any], clusters: int) -> Counter[str]:
 
 
 async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float,
-                  pids: dict[str, int]) -> dict[str, Any]:
+                  pids: dict[str, list[int]]) -> dict[str, Any]:
     store = await Store.connect(endpoint)
     bindings: Informer[Any] = Informer(store, registry.RESOURCE_BINDING, namespace=NAMESPACE)
     watching = asyncio.create_task(bindings.run())
@@ -93,7 +182,10 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
             if not response.allowed:
                 raise RuntimeError(f"apply refused: {response}")
 
-    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    def cpu(name: str) -> float:
+        return sum(cpu_seconds(pid) for pid in pids[name])
+
+    cpu_before = {name: cpu(name) for name in pids}
     started = time.perf_counter()
     await apply(policy(clusters))
     await asyncio.gather(*(apply(deployment(i)) for i in range(deployments)))
@@ -113,29 +205,43 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
         "placements": total, "healthy": counts["Healthy"], "unhealthy": counts["Unhealthy"],
         "unknown": total - counts["Healthy"] - counts["Unhealthy"],
         "all_healthy": counts["Healthy"] == total, "apply_s": round(applied_s, 2), "wall_s": round(wall, 2),
-        **{f"{name}_cpu_s": round(cpu_seconds(pid) - cpu_before[name], 2) for name, pid in pids.items()},
-        **{f"{name}_peak_rss_mb": round(lifetime_peak_rss_mib(pid), 1) for name, pid in pids.items()},
+        **{f"{name}_cpu_s": round(cpu(name) - cpu_before[name], 2) for name in pids},
+        **{f"{name}_peak_rss_mb": round(sum(peak_rss_mb(pid) for pid in group), 1) for name, group in pids.items()},
     }
 
 
 def start_sim(args: argparse.Namespace, data_dir: Path, endpoint: str) -> subprocess.Popen[bytes]:
     """The simulator, with pod slots for every placement (`flotilla up`'s has 3 x 110)."""
-    with open(data_dir / "logs" / "bench-sim.log", "wb") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "sim", "--port", str(free_port()), "--clusters", str(args.clusters),
-             "--data-dir", str(data_dir / "sim"), "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s",
-             "--node-pods", str(args.node_pods)],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    return _sim(data_dir, "bench-sim", "--clusters", str(args.clusters), "--data-dir", str(data_dir / "sim"),
+                "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s", "--node-pods", str(args.node_pods),
+                "--processes", str(args.sim_processes), "--loop", args.sim_loop)
+
+
+def start_reference(args: argparse.Namespace, data_dir: Path) -> subprocess.Popen[bytes]:
+    """An idle simulator of one cluster, probed alongside the loaded one."""
+    return _sim(data_dir, "bench-reference", "--names", "reference", "--data-dir", str(data_dir / "reference"),
+                "--loop", args.sim_loop)
+
+
+def _sim(data_dir: Path, log_name: str, *options: str) -> subprocess.Popen[bytes]:
+    with open(data_dir / "logs" / f"{log_name}.log", "wb") as log:
+        return subprocess.Popen([sys.executable, "-m", "sim", "--port", str(free_port()), *options],
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for_file(path: Path, timeout: float = 120.0) -> None:
+    """Waits for a kubeconfig a simulator process writes once it serves its cluster."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no {path} after {timeout:g}s: see the simulator's log")
+        time.sleep(0.1)
 
 
 async def join_all(endpoint: str, kubeconfigs: Path, names: list[str]) -> None:
     from flotilla.cli.join import join_args, join_cluster
     from flotilla.local import wait_clusters_ready
 
-    for _ in range(300):
-        if all((kubeconfigs / f"{name}.yaml").exists() for name in names):
-            break
-        await asyncio.sleep(0.1)
     store = await Store.connect(endpoint)
     try:
         for name in names:
@@ -155,25 +261,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if up.returncode != 0:
             raise SystemExit(f"flotilla up failed: {up.stderr.strip()}")
         sim: subprocess.Popen[bytes] | None = None
+        reference: subprocess.Popen[bytes] | None = None
         prober: subprocess.Popen[str] | None = None
         try:
             state = RunState.load(data_dir)
             assert state is not None
             sim = start_sim(args, data_dir, state.etcd_endpoints)
+            reference = start_reference(args, data_dir)
             kubeconfigs = data_dir / "sim" / "kubeconfigs"
-            asyncio.run(join_all(state.etcd_endpoints, kubeconfigs,
-                                 [f"member{i}" for i in range(1, args.clusters + 1)]))
-            pids = {"executor": state.services["executor"], "sim": sim.pid}
+            names = [f"member{i}" for i in range(1, args.clusters + 1)]
+            for name in names:
+                wait_for_file(kubeconfigs / f"{name}.yaml")
+            asyncio.run(join_all(state.etcd_endpoints, kubeconfigs, names))
+            pids = {"executor": [state.services["executor"]], "sim": with_children(sim.pid)}
+            reference_kubeconfig = data_dir / "reference" / "kubeconfigs" / "reference.yaml"
+            wait_for_file(reference_kubeconfig)
             prober = subprocess.Popen(
-                [sys.executable, "-m", "flotilla.benchmarks.readyz_probe", str(kubeconfigs), str(args.probe_interval)],
+                [sys.executable, __file__, "--probe", str(kubeconfigs), "--reference", str(reference_kubeconfig),
+                 "--probe-interval", str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            load_before = os.getloadavg()
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
             prober.send_signal(signal.SIGTERM)
             out, _ = prober.communicate(timeout=30)
-            result["readyz_ms"] = json.loads(out)
-            return {"clusters": args.clusters, "deployments": args.deployments, **result}
+            probed = json.loads(out)
+            result["readyz_ms"], result["reference_readyz_ms"] = probed["sim"], probed["reference"]
+            return {"clusters": args.clusters, "deployments": args.deployments, "sim_processes": args.sim_processes,
+                    "sim_loop": args.sim_loop,
+                    **result, "load_average_before": [round(x, 2) for x in load_before],
+                    "load_average_after": [round(x, 2) for x in os.getloadavg()]}
         finally:
-            for process in (prober, sim):
+            for process in (prober, sim, reference):
                 if process is not None and process.poll() is None:
                     process.kill()
                     process.wait()
@@ -189,7 +307,17 @@ def main() -> None:
     parser.add_argument("--profile", default="demo", help="the `flotilla up` timing profile")
     parser.add_argument("--probe-interval", type=float, default=0.05)
     parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
+    parser.add_argument("--sim-processes", type=int, default=1,
+                        help="serve the simulated clusters from this many processes (python -m sim --processes)")
+    parser.add_argument("--sim-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="the simulator's event loop (python -m sim --loop)")
+    parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
+    parser.add_argument("--reference", default="", help=argparse.SUPPRESS)  # the prober's idle reference
     args = parser.parse_args()
+    if args.probe:
+        asyncio.run(probe(probe_targets(Path(args.probe)), probe_targets(Path(args.reference))[0],
+                          args.probe_interval))
+        return
     print(json.dumps(run(args)))
 
 

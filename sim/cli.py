@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import uvloop
 import yaml
 
 from flotilla.runtime.clock import RealClock
@@ -23,6 +25,8 @@ from flotilla.store.endpoints import Endpoint, Registration
 from sim.catalog import CRD, crd_document, plural_of
 from sim.errors import ApiError
 from sim.server import SimServer
+from sim.shards import ShardedSim
+from sim.waiting import wait_first
 
 log = logging.getLogger("sim")
 
@@ -45,8 +49,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--crds", default="",
                         help="CRDs to install in every cluster: comma-separated group/version/Kind[/plural][:Cluster] "
                              "or paths to YAML files of CustomResourceDefinitions")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="serve the clusters from this many processes, each with a share of them (the admin "
+                             "API stays on --port and routes to the right one)")
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="event loop: uvloop (libuv; its TLS and sockets cost less per request) or asyncio's own")
     parser.add_argument("--log-level", default="INFO")
+    # A process of a sharded simulator: its number (names its serving certificate).
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
     # Registered in etcd for tools started elsewhere, so it must not depend on our cwd.
     args.data_dir = str(Path(args.data_dir).resolve())
     if args.names:
@@ -87,15 +100,27 @@ def crd_documents(text: str) -> list[dict[str, Any]]:
     return documents
 
 
-async def serve(args: argparse.Namespace) -> None:
-    stopping = asyncio.Event()
+def child_args(args: argparse.Namespace) -> list[str]:
+    """The options each process of a sharded simulator shares with the parent (cluster names,
+    ports and registration are the parent's to give)."""
+    return ["--host", args.host, "--port", "0", "--data-dir", args.data_dir,
+            "--pod-ready-delay", f"{args.pod_ready_delay}s", "--nodes", str(args.nodes),
+            "--node-cpu", args.node_cpu, "--node-memory", args.node_memory, "--node-pods", str(args.node_pods),
+            "--crds", args.crds, "--loop", args.loop, "--log-level", args.log_level]
+
+
+def _stop_on_signals(stopping: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stopping.set)
+
+
+async def _single(args: argparse.Namespace) -> SimServer:
     server = SimServer(RealClock(), args.data_dir, host=args.host, pod_ready_delay=args.pod_ready_delay,
                        nodes=args.nodes, node_cpu=args.node_cpu, node_memory=args.node_memory,
-                       node_pods=args.node_pods)
+                       node_pods=args.node_pods,
+                       serving_cert="serving" if args.child is None else f"serving-{args.child}")
     for name in args.cluster_names:
         cluster = server.add_cluster(name)
         for document in args.crd_documents:
@@ -104,29 +129,71 @@ async def serve(args: argparse.Namespace) -> None:
             except ApiError as e:
                 raise ValueError(f"--crds: {e.message}") from e
     await server.start(args.port)
+    return server
+
+
+async def _serve_child(args: argparse.Namespace) -> None:
+    """One process of a sharded simulator: serves its clusters, tells the parent its admin address
+    on stdout, and stops on SIGTERM or when stdin closes (the parent is gone)."""
+    stopping = asyncio.Event()
+    _stop_on_signals(stopping)
+    server = await _single(args)
+    try:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        print(json.dumps({"admin": server.address}), flush=True)
+        await wait_first(reader.read(), stopping.wait())
+    finally:
+        await server.stop()
+
+
+async def serve(args: argparse.Namespace) -> None:
+    if args.child is not None:
+        await _serve_child(args)
+        return
+    stopping = asyncio.Event()
+    _stop_on_signals(stopping)
+    sharded: ShardedSim | None = None
+    if args.processes > 1:
+        sharded = ShardedSim(child_args(args), args.cluster_names, args.processes, Path(args.data_dir), args.host)
+        await sharded.start(args.port)
+        address, clusters = sharded.address, len(sharded.owner)
+        server: SimServer | None = None
+    else:
+        server = await _single(args)
+        address, clusters = server.address, len(server.clusters)
+    kubeconfigs = Path(args.data_dir) / "kubeconfigs"
     registration = etcd = None
     try:
         if args.etcd_endpoints:
             etcd = make_client(args.etcd_endpoints)
             await etcd.connect()
             registration = Registration(etcd, Endpoint(
-                service="sim", id=f"{socket.gethostname()}-{os.getpid()}", address=server.address,
+                service="sim", id=f"{socket.gethostname()}-{os.getpid()}", address=address,
                 pid=os.getpid(), started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 # Not a gRPC server: status tools check it over HTTP at this path.
                 extra={"data_dir": args.data_dir, "protocol": "http", "health": "/admin/clusters"},
             ))
             await registration.start()
-        log.info("event=serving address=%s clusters=%d kubeconfigs=%s", server.address, len(server.clusters),
-                 server.data_dir / "kubeconfigs")
-        print(f"sim serving {len(server.clusters)} clusters over HTTPS, one port each (kubeconfigs in "
-              f"{server.data_dir / 'kubeconfigs'}; admin http://{server.address}/admin/clusters)", flush=True)
-        await stopping.wait()
+        log.info("event=serving address=%s clusters=%d processes=%d kubeconfigs=%s", address, clusters,
+                 args.processes, kubeconfigs)
+        print(f"sim serving {clusters} clusters over HTTPS, one port each, from {args.processes} "
+              f"process{'es' if args.processes > 1 else ''} (kubeconfigs in {kubeconfigs}; "
+              f"admin http://{address}/admin/clusters)", flush=True)
+        if sharded is None:
+            await stopping.wait()
+        else:
+            await wait_first(stopping.wait(), sharded.watch_children())
     finally:
         if registration is not None:
             await registration.close()
         if etcd is not None:
             await etcd.close()
-        await server.stop()
+        if server is not None:
+            await server.stop()
+        if sharded is not None:
+            await sharded.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        asyncio.run(serve(args))
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop if args.loop == "uvloop" else None) as runner:
+            runner.run(serve(args))
     except (OSError, ValueError) as e:  # port in use, bad CRD, bad cluster name or quantity
         print(f"sim: {e}", file=sys.stderr)
         return 1

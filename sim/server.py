@@ -23,21 +23,24 @@ from sim.kubeconfig import existing_port, existing_token, write_kubeconfig
 from sim.listeners import ClusterListeners
 from sim.timers import Timers
 from sim.tls import Authority, serving_hosts
+from sim.turns import Turns
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _MAX_BODY = 3 * 1024 * 1024  # the API server's request size limit
+_HEALTH = frozenset({"readyz", "healthz", "livez"})
 
 
 class SimServer:
     def __init__(self, clock: Clock, data_dir: str | Path, *, host: str = "127.0.0.1", pod_ready_delay: float = 2.0,
                  nodes: int = 3, node_cpu: str = "8", node_memory: str = "32Gi", node_pods: int = 110,
-                 git_version: str = DEFAULT_VERSION) -> None:
+                 git_version: str = DEFAULT_VERSION, serving_cert: str = "serving") -> None:
         self.clock = clock
         self.data_dir = Path(data_dir)
         self.host = host
         self.pod_ready_delay = pod_ready_delay
         self.defaults = {"nodes": nodes, "cpu": node_cpu, "memory": node_memory, "pods": node_pods}
         self.git_version = git_version
+        self.serving_cert = serving_cert  # file name in <data-dir>/pki of this process's certificate
         self.clusters: dict[str, SimCluster] = {}
         self.timers = Timers(clock)
         self.port = 0
@@ -45,6 +48,7 @@ class SimServer:
         self._runner: web.AppRunner | None = None
         self._listeners = ClusterListeners(host, self._serve_cluster, _MAX_BODY)
         self._stopping = asyncio.Event()
+        self._turns = Turns()
 
     @property
     def address(self) -> str:
@@ -99,7 +103,7 @@ class SimServer:
         self.port = sock.getsockname()[1]
         self._stopping.clear()
         try:
-            self.tls = Authority(self.data_dir / "pki", serving_hosts(self.host))
+            self.tls = Authority(self.data_dir / "pki", serving_hosts(self.host), self.serving_cert)
             await self._listeners.start(self.tls.server_context())
             for cluster in self.clusters.values():
                 self._publish(cluster)
@@ -149,6 +153,8 @@ class SimServer:
         if not kube_api.authorized(request, cluster):
             return kube_api.error_response(UNAUTHORIZED)
         request[watch.STOPPING] = self._stopping  # open watches end when the server does
+        if request.path.split("/", 2)[1] not in _HEALTH:
+            await self._turns.take()  # health probes never queue behind other requests' work
         return await kube_api.handle(request, cluster, request.path)
 
 

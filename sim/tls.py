@@ -17,16 +17,14 @@ from flotilla import tls
 
 
 class Authority:
-    """The CA (loaded from or written to `directory`) and a serving certificate for `hosts`."""
+    """The CA (loaded from or written to `directory`) and a serving certificate for `hosts`,
+    written as `<serving>.crt`/`.key` (each process of a sharded simulator has its own)."""
 
-    def __init__(self, directory: Path, hosts: list[str]) -> None:
+    def __init__(self, directory: Path, hosts: list[str], serving: str = "serving") -> None:
         self.directory = directory
-        try:
-            authority = tls.Authority(directory, "flotilla-sim-ca")
-        except tls.TLSError as e:
-            raise ValueError(f"the simulator's CA: {e} (was pki/ca.key replaced?)") from e
+        authority = ensure_ca(directory)
         self.ca_pem = authority.ca_pem
-        files = authority.issue("serving", "kube-apiserver", hosts, server=True, client=False)
+        files = authority.issue(serving, "kube-apiserver", hosts, server=True, client=False)
         self.cert_path, self.key_path = Path(files.cert), Path(files.key)
 
     @property
@@ -38,6 +36,15 @@ class Authority:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.cert_path, self.key_path)
         return context
+
+
+def ensure_ca(directory: Path) -> tls.Authority:
+    """The CA kept in `directory`, made there first if missing. A sharded simulator's parent calls
+    this before starting its processes, so they all load the one CA instead of racing to make it."""
+    try:
+        return tls.Authority(directory, "flotilla-sim-ca")
+    except tls.TLSError as e:
+        raise ValueError(f"the simulator's CA: {e} (was pki/ca.key replaced?)") from e
 
 
 def serving_hosts(bind_host: str) -> list[str]:

@@ -97,8 +97,8 @@ async def serve(request: web.Request, cluster: SimCluster, t: ResourceType, name
     start, timeout, bookmarks = _params(request)
     wanted = _Filter(request, cluster, t, namespace, crd)
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
-    await response.prepare(request)
     try:
+        await response.prepare(request)
         if await _stream(request, response, cluster, wanted, start, timeout, bookmarks):
             await response.write_eof()
     except ConnectionError:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import crd_documents, parse_args
+from sim.cli import child_args, crd_documents, parse_args
+from sim.shards import ShardedSim
 
 
 def test_defaults_and_names(tmp_path: Path) -> None:
@@ -15,6 +16,22 @@ def test_defaults_and_names(tmp_path: Path) -> None:
     named = parse_args(["--data-dir", "d", "--names", "east, west"])
     assert named.cluster_names == ["east", "west"]
     assert Path(named.data_dir).is_absolute()
+
+
+def test_a_sharded_simulators_processes_share_its_options_and_split_its_clusters(tmp_path: Path) -> None:
+    parent = parse_args(["--data-dir", str(tmp_path), "--clusters", "5", "--processes", "2",
+                         "--pod-ready-delay", "1.5s", "--nodes", "2", "--node-pods", "300",
+                         "--crds", "example.com/v1/Widget", "--loop", "asyncio"])
+    child = parse_args([*child_args(parent), "--child", "1", "--names", "member2,member4", "--clusters", "0"])
+    assert (child.child, child.cluster_names, child.port, child.etcd_endpoints) == (1, ["member2", "member4"], 0, None)
+    for option in ("data_dir", "host", "pod_ready_delay", "nodes", "node_cpu", "node_memory", "node_pods", "crds",
+                   "loop", "log_level"):
+        assert getattr(child, option) == getattr(parent, option), option
+    sharded = ShardedSim([], parent.cluster_names, 2, tmp_path)
+    assert [c.names for c in sharded.children] == [["member1", "member3", "member5"], ["member2", "member4"]]
+    assert list(sharded.owner) == parent.cluster_names  # listed in the order given
+    with pytest.raises(SystemExit):
+        parse_args(["--data-dir", "d", "--processes", "0"])
 
 
 def test_crd_shorthands() -> None:
