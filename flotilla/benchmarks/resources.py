@@ -11,6 +11,8 @@ from pathlib import Path
 import aiohttp
 import psutil
 
+from flotilla.tls import etcd_client_tls
+
 MIB = 1024 * 1024
 
 # etcd's counters that say what was written; the gauges (db size) are read as they stand.
@@ -27,8 +29,10 @@ ETCD_GAUGES = ("etcd_mvcc_db_total_size_in_bytes", "etcd_mvcc_db_total_size_in_u
 
 async def etcd_metrics(endpoint: str) -> dict[str, float]:
     """etcd's counters and gauges above, summed over their labels."""
+    first = endpoint.split(",")[0].rstrip("/")
+    files = etcd_client_tls(first)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session, \
-            session.get(f"{endpoint.split(',')[0].rstrip('/')}/metrics") as response:
+            session.get(f"{first}/metrics", ssl=files.client_ssl_context() if files else True) as response:
         text = await response.text()
     wanted = set(ETCD_COUNTERS) | set(ETCD_GAUGES)
     values: dict[str, float] = dict.fromkeys(wanted, 0.0)
