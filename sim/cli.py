@@ -23,6 +23,7 @@ from flotilla.runtime.flags import duration
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint, Registration
 from sim.catalog import CRD, crd_document, plural_of
+from sim.collection import keep_full_collections_short
 from sim.errors import ApiError
 from sim.server import SimServer
 from sim.shards import ShardedSim
@@ -200,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    keep_full_collections_short()
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop if args.loop == "uvloop" else None) as runner:
             runner.run(serve(args))

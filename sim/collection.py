@@ -1,0 +1,25 @@
+"""Keeping Python's full garbage collections short in a simulator process.
+
+A simulator holding 10,000 Deployments and their pods has millions of long-lived objects, and a
+full collection walks all of them: 300-600 ms with the loop stopped, so a `/readyz` that arrives
+meanwhile waits that long (measured under bench/rollout.py, 100 clusters x 100 Deployments).
+After each full collection the survivors are frozen (`gc.freeze`): the next full collection
+walks only what was made since. The cost: a cycle among frozen objects that later becomes
+garbage is never freed. The simulator's state is plain dicts and lists, and a simulator is not
+a long-lived production process, so that is a good trade.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+
+def _after(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop" and info.get("generation") == 2:
+        gc.freeze()
+
+
+def keep_full_collections_short() -> None:
+    if _after not in gc.callbacks:
+        gc.callbacks.append(_after)
