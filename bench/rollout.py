@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -42,6 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from flotilla.api import registry  # noqa: E402
 from flotilla.api.v1 import webhook_pb2  # noqa: E402
+from flotilla.benchmarks.readyz_probe import Target, targets  # noqa: E402
+from flotilla.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
+from flotilla.benchmarks.stats import summary  # noqa: E402
 from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
 from flotilla.local import RunState  # noqa: E402
 from flotilla.store import Informer, Store  # noqa: E402
@@ -69,21 +70,9 @@ def policy(clusters: int) -> dict[str, Any]:
                                    "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
-
-
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def with_children(pid: int) -> list[int]:
@@ -93,23 +82,6 @@ def with_children(pid: int) -> list[int]:
 
 
 # -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
-
-Target = tuple[str, str, ssl.SSLContext | None]  # server, token, TLS context trusting its CA
-
-
-def probe_targets(kubeconfigs: Path) -> list[Target]:
-    """Every simulated cluster of the kubeconfigs in the directory (or the one file)."""
-    import yaml
-
-    targets = []
-    for path in sorted(kubeconfigs.glob("*.yaml")) if kubeconfigs.is_dir() else [kubeconfigs]:
-        config = yaml.safe_load(path.read_text())
-        cluster = config["clusters"][0]["cluster"]
-        ca = cluster.get("certificate-authority-data")
-        tls = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
-        targets.append((cluster["server"], config["users"][0]["user"]["token"], tls))
-    return targets
-
 
 async def probe(targets: list[Target], reference: Target, interval: float) -> None:
     """Asks each simulated cluster's /readyz in turn, and an idle reference simulator's after each."""
@@ -149,9 +121,7 @@ async def probe(targets: list[Target], reference: Target, interval: float) -> No
                 await asyncio.wait_for(stop.wait(), interval)
             except TimeoutError:
                 pass
-    print(json.dumps({which: {"probes": len(found), "failures": failures[which],
-                              "p50": round(percentile(found, 50), 2), "p99": round(percentile(found, 99), 2),
-                              "max": round(max(found, default=float("nan")), 2)}
+    print(json.dumps({which: {"probes": len(found), "failures": failures[which], **summary(found, digits=2)}
                       for which, found in latencies.items() if which != "warm-up"}))
 
 
@@ -206,7 +176,8 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
         "unknown": total - counts["Healthy"] - counts["Unhealthy"],
         "all_healthy": counts["Healthy"] == total, "apply_s": round(applied_s, 2), "wall_s": round(wall, 2),
         **{f"{name}_cpu_s": round(cpu(name) - cpu_before[name], 2) for name in pids},
-        **{f"{name}_peak_rss_mb": round(sum(peak_rss_mb(pid) for pid in group), 1) for name, group in pids.items()},
+        **{f"{name}_peak_rss_mb": round(sum(lifetime_peak_rss_mib(pid) for pid in group), 1)
+           for name, group in pids.items()},
     }
 
 
@@ -315,7 +286,7 @@ def main() -> None:
     parser.add_argument("--reference", default="", help=argparse.SUPPRESS)  # the prober's idle reference
     args = parser.parse_args()
     if args.probe:
-        asyncio.run(probe(probe_targets(Path(args.probe)), probe_targets(Path(args.reference))[0],
+        asyncio.run(probe(targets(Path(args.probe)), targets(Path(args.reference))[0],
                           args.probe_interval))
         return
     print(json.dumps(run(args)))

@@ -25,9 +25,10 @@ Target = tuple[str, str, ssl.SSLContext | None]
 
 
 def targets(kubeconfigs: Path) -> list[Target]:
-    """(server, token, TLS context trusting its CA) of every kubeconfig in the directory."""
+    """(server, token, TLS context trusting its CA) of every kubeconfig in the directory (or of
+    the one file)."""
     found: list[Target] = []
-    for path in sorted(kubeconfigs.glob("*.yaml")):
+    for path in sorted(kubeconfigs.glob("*.yaml")) if kubeconfigs.is_dir() else [kubeconfigs]:
         config: dict[str, Any] = yaml.safe_load(path.read_text())
         cluster = config["clusters"][0]["cluster"]
         ca = cluster.get("certificate-authority-data")
