@@ -23,9 +23,11 @@ from typing import Any, Generic, TypeVar
 import pytest
 from google.protobuf.message import Message
 
+from flotilla import simclient
 from flotilla.api.conditions import is_true
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.local import RunState
 from flotilla.member import MemberClient, MemberError, load_kubeconfig
 from flotilla.store import Store
 from flotilla.store.informer import EventType, Informer
@@ -60,6 +62,15 @@ class Plane:
         result = await asyncio.to_thread(self.run, str(BIN / "flotilla"), "sim", "fault", cluster, what,
                                          "--data-dir", str(self.data_dir), "--etcd-endpoints", self.endpoint)
         assert result.returncode == 0, result.stderr
+
+    async def fault_all(self, clusters: list[str], what: str) -> None:
+        """The same fault on several members in one burst of admin calls: starting a `flotilla sim
+        fault` process for each can take seconds apiece on a loaded machine, and members failing
+        or recovering seconds apart are an ordinary failover, not a mass one."""
+        state = RunState.load(self.data_dir)
+        assert state is not None and state.sim_port, f"no simulator recorded in {self.data_dir}"
+        address = f"127.0.0.1:{state.sim_port}"
+        await asyncio.gather(*(simclient.set_fault(address, cluster, what) for cluster in clusters))
 
     async def rb(self, name: str, namespace: str = "default") -> dict[str, Any]:
         return dict(json.loads(await self.ok("get", "rb", name, "-n", namespace, "-o", "json")))

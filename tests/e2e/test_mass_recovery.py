@@ -5,7 +5,6 @@ evicted — no binding changes placement, no eviction task appears, no member wo
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -57,13 +56,13 @@ async def test_recovery_from_a_total_outage_evicts_nothing(plane: Plane) -> None
         assert members_before, "no workload in the members"
 
         # At once: one member down well before the others is an ordinary failover, rightly evicted.
-        await asyncio.gather(*(plane.fault(member, "down") for member in MEMBERS))
+        await plane.fault_all(MEMBERS, "down")
         await clusters.until(lambda: all(no_execute(clusters.get(m)) for m in MEMBERS), 90,
                              "every member NoExecute-tainted")
         # Mass-failure protection holds every eviction back while they are all down.
         assert unchanged(rbs, before), {k: placed(rbs.get(k)) for k in before}
 
-        await asyncio.gather(*(plane.fault(member, "recover") for member in MEMBERS))
+        await plane.fault_all(MEMBERS, "recover")
         recovered = time.monotonic()
         await clusters.until(lambda: all(settled(clusters.get(m)) for m in MEMBERS), 90,
                              "every member Ready and untainted")
