@@ -135,6 +135,29 @@ def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
     return Decision(first.outcome, first.message, first.clusters, first.unfit, None, attempts)
 
 
+def rules_out(binding: Binding, cluster: ClusterInfo, framework: Framework, now: datetime) -> bool:
+    """Whether the filters keep `cluster` out of the binding's next decision under the affinity
+    that decision tries first: clusterAffinity, or the clusterAffinities term the binding is
+    settled on (§8.3). A binding placed by that term stays placed by it while the cluster is out."""
+    spec, status = binding.spec, binding.status
+    placement = effective_placement(spec.placement)
+    base = _binding_info(binding, placement, now)
+    if placement.cluster_affinities:
+        terms = terms_to_try(placement, status.scheduler_observing_affinity_name, reschedule_requested(spec, status))
+        if not terms:
+            return False
+        overflow = tuple(AffinityMatcher.of(o) for o in terms[0].overflow_affinities) if is_workload(spec) else ()
+        info = _with_affinity(base, AffinityMatcher.of(terms[0]), overflow)
+    else:
+        affinity = AffinityMatcher.of(placement.cluster_affinity) if placement.HasField("cluster_affinity") else None
+        info = _with_affinity(base, affinity, ())
+    try:
+        feasible, _ = framework.filter(info, [cluster])
+    except PluginFailure:
+        return False
+    return not feasible
+
+
 def _binding_info(binding: Binding, placement: policy_pb2.Placement, now: datetime) -> BindingInfo:
     spec = binding.spec
     return BindingInfo(
