@@ -18,9 +18,11 @@ from enum import Enum
 
 from flotilla.api.bindings import Binding
 from flotilla.api.conditions import TRUE, get_condition, set_condition
-from flotilla.scheduler import core
-from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.affinities import terms_to_try
+from flotilla.scheduler.binding_info import binding_info, for_cluster_affinity, for_term
+from flotilla.scheduler.framework import Framework, PluginFailure
 from flotilla.scheduler.need_schedule import Trigger, need_schedule
+from flotilla.scheduler.placement import effective_placement, is_workload, reschedule_requested
 from flotilla.scheduling import ClusterInfo
 
 SCHEDULED = "Scheduled"
@@ -57,9 +59,30 @@ def carry_after_drop(before: Binding, after: Binding, dropped: Collection[str],
         if name in targets:
             return Carry.NOTHING
         info = clusters(name)
-        if info is not None and not info.deleting and not core.rules_out(after, info, framework, now):
+        if info is not None and not info.deleting and not rules_out(after, info, framework, now):
             return Carry.NOTHING
     return Carry.DECISION
+
+
+def rules_out(binding: Binding, cluster: ClusterInfo, framework: Framework, now: datetime) -> bool:
+    """Whether the filters keep `cluster` out of the binding's next decision under the affinity
+    that decision tries first: clusterAffinity, or the clusterAffinities term the binding is
+    settled on (§8.3). A binding placed by that term stays placed by it while the cluster is out."""
+    spec, status = binding.spec, binding.status
+    placement = effective_placement(spec.placement)
+    base = binding_info(binding, placement, now)
+    if placement.cluster_affinities:
+        terms = terms_to_try(placement, status.scheduler_observing_affinity_name, reschedule_requested(spec, status))
+        if not terms:
+            return False
+        info = for_term(base, terms[0], is_workload(spec))
+    else:
+        info = for_cluster_affinity(base, placement)
+    try:
+        feasible, _ = framework.filter(info, [cluster])
+    except PluginFailure:
+        return False
+    return not feasible
 
 
 def record_carry(binding: Binding, carry: Carry, now: datetime) -> bool:
