@@ -1,4 +1,4 @@
-"""What dropping a graceful eviction task leaves for the scheduler to record (issue 14).
+"""What dropping a graceful eviction task leaves for the scheduler to record.
 
 Dropping a task is a spec change, and the scheduler looks at every generation (docs/karmada-rules.md
 §8.1): a Divided workload it only records as observed; a Duplicated or non-workload binding it
@@ -6,8 +6,9 @@ decides again, and the only input of that decision the drop changed is the Clust
 filter on the task's cluster (§8.6). When that cluster cannot enter the decision anyway (another
 filter keeps it out, it is gone or being deleted), the decision is the one the binding already
 has, and the scheduler's pass would write nothing but the new generation as observed. The
-task's writer records that in its own write, one write per evicted binding fewer; the scheduler
-still looks at the new generation, and writes if its decision differs after all.
+task's writer records that in its own write, one write per evicted binding fewer. The scheduler
+still looks at the new generation, and writes if its decision differs after all (a filter turned
+off with --plugins, say: the built-in filters asked here are the least it runs).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def carry_after_drop(before: Binding, after: Binding, dropped: Collection[str],
 def rules_out(binding: Binding, cluster: ClusterInfo, framework: Framework, now: datetime) -> bool:
     """Whether the filters keep `cluster` out of the binding's next decision under the affinity
     that decision tries first: clusterAffinity, or the clusterAffinities term the binding is
-    settled on (§8.3). A binding placed by that term stays placed by it while the cluster is out."""
+    settled on (docs/karmada-rules.md §8.3). A binding placed by that term stays placed by it
+    while the cluster is out."""
     spec, status = binding.spec, binding.status
     placement = effective_placement(spec.placement)
     base = binding_info(binding, placement, now)

@@ -3,7 +3,9 @@
 
 A pass reads the binding from the informer cache, asks `assessment.assess` which tasks stay,
 and writes at most once: the task list when it changed (a compare-and-swap on the cached
-copy), otherwise the EvictionBlocked condition when that changed. A conflict means a newer
+copy), otherwise the EvictionBlocked condition when that changed. The task list's write carries
+the failover history's recovery time, and, when the drop cannot change the schedule, the new
+generation as the scheduler would record it (`flotilla.scheduler.task_drop`). A conflict means a newer
 version is on its way through the informer, which brings the binding back here. It then
 returns when to look again: exactly the next task's deadline, never a polling interval.
 

@@ -7,7 +7,9 @@ annotation, the Scheduled condition, schedulerObservedGeneration, lastScheduledT
 destinations of an open failover record with one compare-and-swap (the store keeps spec and
 status apart, as the Kubernetes API does, and lets a spec update carry a status change made
 against the generation it writes: a failover of a thousand bindings is a thousand writes
-fewer). A conflict means a newer version of the binding is on its way through the informer,
+fewer). A decision that only repeats the placement (Duplicated and non-workload bindings are
+decided again on every change) writes no new lastScheduledTime: at most the generation it was
+made for. A conflict means a newer version of the binding is on its way through the informer,
 which schedules it again.
 """
 
@@ -246,8 +248,9 @@ class BindingScheduler:
             return binding
         if _repeated(binding, decision, trigger):
             # Nothing to say but a new lastScheduledTime, which nobody may wait for: a Duplicated
-            # binding is decided again on every change of a cluster it may use (§8.1), and that
-            # stamp was a write to every such binding each time a member's taints moved.
+            # binding is decided again on every change of a cluster it may use
+            # (docs/karmada-rules.md §8.1), and that stamp was a write to every such binding each
+            # time a member's taints moved. (Karmada stamps every pass; only the time differs.)
             return await self._observe_repeat(binding, decision)
         updated = copy_of(binding)
         del updated.spec.clusters[:]
