@@ -7,8 +7,8 @@ filter on the task's cluster (§8.6). When that cluster cannot enter the decisio
 filter keeps it out, it is gone or being deleted), the decision is the one the binding already
 has, and the scheduler's pass would write nothing but the new generation as observed. The
 task's writer records that in its own write, one write per evicted binding fewer. The scheduler
-still looks at the new generation, and writes if its decision differs after all (a filter turned
-off with --plugins, say: the built-in filters asked here are the least it runs).
+still looks at the new generation, and writes if its decision differs after all: the built-in
+filters are asked here, and a scheduler run with one of them turned off (--plugins) may differ.
 """
 
 from __future__ import annotations
