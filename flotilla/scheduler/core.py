@@ -16,6 +16,7 @@ from flotilla.api.bindings import Binding
 from flotilla.api.v1 import cluster_pb2, policy_pb2, work_pb2
 from flotilla.scheduler import division, metrics, selection
 from flotilla.scheduler.affinities import terms_to_try
+from flotilla.scheduler.binding_info import binding_info, for_cluster_affinity, for_term
 from flotilla.scheduler.capacity import (
     MAX_INT32,
     ClusterCapacity,
@@ -30,7 +31,6 @@ from flotilla.scheduler.placement import (
     AGGREGATED,
     DUPLICATED,
     STATIC_WEIGHT,
-    blocked_clusters,
     effective_placement,
     is_workload,
     reschedule_requested,
@@ -112,18 +112,16 @@ def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
              empty_workload_propagation: bool = False) -> Decision:
     spec, status = binding.spec, binding.status
     placement = effective_placement(spec.placement)
-    base = _binding_info(binding, placement, snapshot.now)
+    base = binding_info(binding, placement, snapshot.now)
     plan = _Plan(spec, placement, snapshot, framework, empty_workload_propagation)
     if not placement.cluster_affinities:
-        affinity = AffinityMatcher.of(placement.cluster_affinity) if placement.HasField("cluster_affinity") else None
-        return plan.attempt(_with_affinity(base, affinity, ()))
+        return plan.attempt(for_cluster_affinity(base, placement))
     # Ordered fallback groups: the first term that schedules wins.
     attempts: list[Attempt] = []
     first: Decision | None = None
     for term in terms_to_try(placement, status.scheduler_observing_affinity_name,
                              reschedule_requested(spec, status)):
-        overflow = tuple(AffinityMatcher.of(o) for o in term.overflow_affinities) if plan.workload else ()
-        decision = plan.attempt(_with_affinity(base, AffinityMatcher.of(term), overflow))
+        decision = plan.attempt(for_term(base, term, plan.workload))
         if decision.ok:
             return Decision(decision.outcome, decision.message, decision.clusters, decision.unfit,
                             term.affinity_name, attempts)
@@ -133,32 +131,6 @@ def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
         return Decision(Outcome.SCHEDULER_ERROR, "no clusterAffinities term to schedule with", None)
     # Every term failed: only "nothing fits" clears the result; the observed term stays.
     return Decision(first.outcome, first.message, first.clusters, first.unfit, None, attempts)
-
-
-def _binding_info(binding: Binding, placement: policy_pb2.Placement, now: datetime) -> BindingInfo:
-    spec = binding.spec
-    return BindingInfo(
-        kind=binding.kind or type(binding).__name__,
-        namespace=binding.metadata.namespace,
-        name=binding.metadata.name,
-        spec=spec,
-        status=binding.status,
-        placement=placement,
-        resource=(spec.resource.api_version, spec.resource.kind),
-        targets={t.name: t.replicas for t in spec.clusters},
-        evicting=frozenset(task.from_cluster for task in spec.graceful_eviction_tasks),
-        blocked=blocked_clusters(spec, now),
-        now=now,
-    )
-
-
-def _with_affinity(base: BindingInfo, affinity: AffinityMatcher | None,
-                   overflow: tuple[AffinityMatcher, ...]) -> BindingInfo:
-    return BindingInfo(
-        kind=base.kind, namespace=base.namespace, name=base.name, spec=base.spec, status=base.status,
-        placement=base.placement, resource=base.resource, targets=base.targets, evicting=base.evicting,
-        blocked=base.blocked, now=base.now, affinity=affinity, overflow=overflow,
-    )
 
 
 class _Plan:

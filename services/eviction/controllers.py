@@ -35,14 +35,14 @@ class EvictionControllers:
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
         self._add_application_failover(store, clock, workers, events, tracer, application)
-        self._add_history_and_failback(store, clock, workers, events)
+        self._add_history_and_failback(store, clock, workers, events, graceful)
 
     def _add_history_and_failback(self, store: ObjectStore, clock: Clock, workers: int,
-                                  events: EventRecorder | None) -> None:
+                                  events: EventRecorder | None, graceful: GracefulEvictionConfig | None) -> None:
         """status.failoverHistory, and failback (one worker: the fleet-wide limit is counted in it)."""
         manager = self.manager
         self.history = manager.controller("failover-history", FailoverHistoryReconciler(
-            store, clock, self.bindings), workers=workers)
+            store, clock, self.bindings, graceful), workers=workers)
         self.failback = manager.controller("failback", FailbackReconciler(
             store, clock, self.bindings, self.clusters, events), workers=1)
         for kind, informer in self.bindings.items():

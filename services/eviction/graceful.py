@@ -3,7 +3,9 @@
 
 A pass reads the binding from the informer cache, asks `assessment.assess` which tasks stay,
 and writes at most once: the task list when it changed (a compare-and-swap on the cached
-copy), otherwise the EvictionBlocked condition when that changed. A conflict means a newer
+copy), otherwise the EvictionBlocked condition when that changed. The task list's write carries
+the failover history's recovery time, and, when the drop cannot change the schedule, the new
+generation as the scheduler would record it (`flotilla.scheduler.task_drop`). A conflict means a newer
 version is on its way through the informer, which brings the binding back here. It then
 returns when to look again: exactly the next task's deadline, never a polling interval.
 
@@ -30,6 +32,9 @@ from flotilla.failover_history import update_history
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, context_from, failover_attributes, trace_id_of
+from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.task_drop import Carry, carry_after_drop, record_carry
+from flotilla.scheduling import ClusterInfo
 from flotilla.store import ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
@@ -100,7 +105,8 @@ def blocked_message(clusters: tuple[str, ...]) -> str:
 class GracefulEvictionReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]],
                  config: GracefulEvictionConfig | None = None, events: EventRecorder | None = None,
-                 tracer: trace.Tracer | None = None, clusters: Informer[cluster_pb2.Cluster] | None = None) -> None:
+                 tracer: trace.Tracer | None = None, clusters: Informer[cluster_pb2.Cluster] | None = None,
+                 framework: Framework | None = None) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
@@ -108,6 +114,9 @@ class GracefulEvictionReconciler:
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.eviction")
         self.clusters = clusters
+        # The built-in filters: the scheduler's are these plus any installed ones, so a cluster
+        # these keep out stays out of its decisions too.
+        self.framework = framework or Framework.build("*", installed={})
         for informer in bindings.values():
             informer.add_indexer(OPEN_FAILOVERS, open_failovers)
 
@@ -134,13 +143,19 @@ class GracefulEvictionReconciler:
         # The failover history read from the version the tasks were judged on (after the write the
         # binding has a new generation that nobody has scheduled or applied yet), written with the
         # tasks: the recovery a dropped task stands for costs no write of its own.
+        now = self.clock.now()
         history = update_history(binding.status.failover_history, binding.spec, health_of(binding),
-                                 scheduler_decided(binding), self.clock.now())
+                                 scheduler_decided(binding), now)
+        carry = carry_after_drop(binding, updated, [d.task.from_cluster for d in verdict.dropped],
+                                 self._cluster_info, self.framework, now) if verdict.dropped else Carry.NOTHING
 
         def record_history(obj: Binding) -> None:
             if history.changed:
                 del obj.status.failover_history[:]
                 obj.status.failover_history.extend(history.history)
+            # What the scheduler would record for the new generation, when the drop cannot
+            # change its decision: its pass then has nothing to write.
+            record_carry(obj, carry, now)
         with self.tracer.start_as_current_span(
             "binding.graceful_eviction", context=context_from(binding.metadata.annotations),
             attributes=failover_attributes(
@@ -187,6 +202,10 @@ class GracefulEvictionReconciler:
         span.end(end_time=int(now.timestamp() * 1e9))
         log.info("event=failover-closed cluster=%s rto_seconds=%s trace_id=%s", cluster,
                  attributes[FAILOVER_RTO_SECONDS], trace_id)
+
+    def _cluster_info(self, name: str) -> ClusterInfo | None:
+        cluster = self.clusters.get(name) if self.clusters is not None else None
+        return ClusterInfo.from_cluster(cluster) if cluster is not None else None
 
     def _fault_time(self, cluster: str) -> datetime | None:
         """When the cluster left Ready, while it has not come back."""

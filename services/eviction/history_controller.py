@@ -19,7 +19,8 @@ from flotilla.runtime.controller import Result
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.informer import Informer
-from services.eviction.graceful import health_of
+from services.eviction.assessment import assess
+from services.eviction.graceful import GracefulEvictionConfig, health_of, placement_of
 from services.eviction.recovery import observe_recovered
 
 
@@ -28,18 +29,26 @@ def scheduled(binding: Binding) -> bool:
 
 
 class FailoverHistoryReconciler:
-    def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]]) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]],
+                 graceful: GracefulEvictionConfig | None = None) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
+        self.graceful = graceful or GracefulEvictionConfig()
 
     async def reconcile(self, key: str) -> Result | None:
         binding = cached(self.bindings, key)
         if binding is None:
             return None
+        now = self.clock.now()
         update = update_history(binding.status.failover_history, binding.spec, health_of(binding),
-                                scheduled(binding), self.clock.now())
+                                scheduled(binding), now)
         if not update.changed:
+            return None
+        if assess(binding.spec.graceful_eviction_tasks, now, placement_of(binding), self.graceful.timeout).changed:
+            # The graceful eviction controller writes this version's tasks, and this same history
+            # with them (its recovery time, typically): a write of its own here would be a second.
+            # Should that write lose its compare-and-swap, the next version comes back to both.
             return None
         updated = copy_of(binding)
         del updated.status.failover_history[:]

@@ -7,7 +7,9 @@ annotation, the Scheduled condition, schedulerObservedGeneration, lastScheduledT
 destinations of an open failover record with one compare-and-swap (the store keeps spec and
 status apart, as the Kubernetes API does, and lets a spec update carry a status change made
 against the generation it writes: a failover of a thousand bindings is a thousand writes
-fewer). A conflict means a newer version of the binding is on its way through the informer,
+fewer). A decision that only repeats the placement (Duplicated and non-workload bindings are
+decided again on every change) writes no new lastScheduledTime: at most the generation it was
+made for. A conflict means a newer version of the binding is on its way through the informer,
 which schedules it again.
 """
 
@@ -192,7 +194,7 @@ class BindingScheduler:
             previous_holds = self.ledger.record(identity, before, dict(decision.clusters), request)
         span = self._failover_span(binding, trigger)
         try:
-            current = await self._write_result(binding, decision, span)
+            current = await self._write_result(binding, decision, span, trigger)
         except (Conflict, NotFound) as e:
             # Never written: take the holds back and let the newer version be scheduled.
             self._settled.pop(key, None)
@@ -237,12 +239,19 @@ class BindingScheduler:
             },
         )
 
-    async def _write_result(self, binding: Binding, decision: core.Decision, span: trace.Span | None) -> Binding:
+    async def _write_result(self, binding: Binding, decision: core.Decision, span: trace.Span | None,
+                            trigger: Trigger) -> Binding:
         """spec.clusters, the applied-placement annotation and the Scheduled status, in one
         compare-and-swap: a reschedule is one write to the binding, not two."""
         if decision.clusters is None:
             await self._write_status(binding, decision)
             return binding
+        if _repeated(binding, decision, trigger):
+            # Nothing to say but a new lastScheduledTime, which nobody may wait for: a Duplicated
+            # binding is decided again on every change of a cluster it may use
+            # (docs/karmada-rules.md §8.1), and that stamp was a write to every such binding each
+            # time a member's taints moved. (Karmada stamps every pass; only the time differs.)
+            return await self._observe_repeat(binding, decision)
         updated = copy_of(binding)
         del updated.spec.clusters[:]
         for name, replicas in decision.clusters:
@@ -255,7 +264,7 @@ class BindingScheduler:
                                        status_change=self._status_change(decision, self.clock.now()))
 
     @staticmethod
-    def _status_change(decision: core.Decision, now: datetime) -> Callable[[Binding], bool]:
+    def _status_change(decision: core.Decision, now: datetime, stamp: bool = True) -> Callable[[Binding], bool]:
         def change(binding: Binding) -> bool:
             status = binding.status
             # The generation the result was written at (a later one must be scheduled again),
@@ -271,7 +280,7 @@ class BindingScheduler:
                     status.scheduler_observed_generation = generation
                     changed = True
                 seconds = int(now.timestamp())
-                if status.last_scheduled_time.seconds != seconds:
+                if stamp and status.last_scheduled_time.seconds != seconds:
                     status.last_scheduled_time.FromSeconds(seconds)
                     changed = True
             name = decision.affinity_name
@@ -299,6 +308,15 @@ class BindingScheduler:
             # decision stands, so the condition goes on the fresh object.
             await self.store.mutate(self.kind, current.metadata.namespace, current.metadata.name, change,
                                     status=True)
+
+    async def _observe_repeat(self, binding: Binding, decision: core.Decision) -> Binding:
+        """A repeated decision still records the generation it was made for (and the Scheduled
+        condition's), so others know the binding was decided: a write only when those moved."""
+        change = self._status_change(decision, self.clock.now(), stamp=False)
+        updated = copy_of(binding)
+        if not change(updated):
+            return binding
+        return await self.store.update_status(updated, original=binding)
 
     async def _observe_generation(self, binding: Binding) -> None:
         generation = binding.metadata.generation
@@ -355,6 +373,22 @@ def _news(binding: Binding, decision: core.Decision) -> bool:
     return condition is None or (condition.reason, condition.message) != (decision.outcome.value, decision.message)
 
 
+
+
+def _repeated(binding: Binding, decision: core.Decision, trigger: Trigger) -> bool:
+    """Whether a successful decision only repeats what the binding already says. Only for a pass
+    made because the binding is looked at on every change (Trigger.ALWAYS): an explicit
+    reschedule must move lastScheduledTime past rescheduleTriggeredAt, and a first placement
+    must stamp it (the executor aggregates only scheduled bindings)."""
+    if not decision.ok or decision.clusters is None or trigger is not Trigger.ALWAYS:
+        return False
+    if not binding.status.HasField("last_scheduled_time"):
+        return False
+    name = decision.affinity_name
+    applied = binding.metadata.annotations.get(APPLIED_PLACEMENT_ANNOTATION)
+    return ([(t.name, t.replicas) for t in binding.spec.clusters] == decision.clusters
+            and applied == applied_placement(binding.spec.placement)
+            and (name is None or name == binding.status.scheduler_observing_affinity_name))
 
 
 def _targets_text(targets: list[tuple[str, int]] | None, separator: str = ", ") -> str:

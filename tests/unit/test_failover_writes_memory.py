@@ -15,6 +15,7 @@ from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType, Informer
 from services.eviction.graceful import GracefulEvictionReconciler
+from services.eviction.history_controller import FailoverHistoryReconciler
 from tests.eviction_support import aggregated_for_this_generation
 from tests.scheduler_support import cluster
 from tests.taint_support import make_binding, manager, ready_cluster
@@ -101,3 +102,68 @@ async def test_the_task_drop_write_records_the_recovery(store: MemoryStore) -> N
     assert not dropped.spec.graceful_eviction_tasks
     assert int(dropped.metadata.resource_version) == int(created.metadata.resource_version) + 1, "one write"
     assert dropped.status.failover_history[0].HasField("recovered_time")
+
+
+async def test_a_task_drop_the_scheduler_has_nothing_to_add_to_is_the_last_write(store: MemoryStore) -> None:
+    """A Duplicated binding evicted from member1 onto its backup term: dropping the task cannot
+    bring member1 back (the term it is settled on does not have it), so the drop records the
+    new generation as the scheduler would, and the scheduler's own pass on it writes nothing."""
+    for name in ("member1", "member2"):
+        await store.create(cluster(name))
+    pending = rb("web", {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                                               {"affinityName": "backup", "clusterNames": ["member2"]}],
+                         "replicaScheduling": {"replicaSchedulingType": "Duplicated"}})
+    task = pending.spec.graceful_eviction_tasks.add(from_cluster="member1", reason="TaintUntolerated",
+                                                    producer="TaintManager", purge_mode="Gracefully")
+    task.creation_timestamp.FromDatetime((RealClock().now() - timedelta(seconds=5)).replace(tzinfo=None))
+    pending = await store.create(pending)
+    clusters = Informer(store, registry.CLUSTER)
+    running = asyncio.create_task(clusters.run())
+    await clusters.wait_synced()
+    try:
+        await scheduler_over(store, clusters, Cache([pending])).reconcile("default/web-deployment")
+
+        def healthy(obj: work_pb2.ResourceBinding) -> bool:
+            aggregated_for_this_generation(obj)
+            obj.status.aggregated_status.add(cluster_name="member2", applied=True, health="Healthy")
+            return True
+
+        placed = await store.mutate(registry.RESOURCE_BINDING, "default", "web-deployment", healthy, status=True)
+        assert [t.name for t in placed.spec.clusters] == ["member2"]
+        assert placed.status.scheduler_observing_affinity_name == "backup"
+        graceful = GracefulEvictionReconciler(store, RealClock(), {"ResourceBinding": Cache([placed])},  # type: ignore[dict-item]
+                                              clusters=clusters)
+        await graceful.reconcile(key_of(placed))
+        dropped = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
+        assert not dropped.spec.graceful_eviction_tasks
+        assert dropped.status.scheduler_observed_generation == dropped.metadata.generation
+        await scheduler_over(store, clusters, Cache([dropped])).reconcile("default/web-deployment")
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    after = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
+    assert after.metadata.resource_version == dropped.metadata.resource_version, "the scheduler wrote nothing"
+    assert [t.name for t in after.spec.clusters] == ["member2"]
+
+
+async def test_the_recovery_is_left_to_the_task_drop_that_carries_it(store: MemoryStore) -> None:
+    """The history controller and the graceful eviction controller see the new placement turn
+    Healthy at once; the drop writes the recovery time with the tasks, so the history controller
+    does not write it first (a second write), unless the task stays."""
+    clock = RealClock()
+    for keep in (False, True):
+        healthy = tasked_binding({"member2": 3}, ["member1"], **({"suppressDeletion": True} if keep else {}))
+        healthy.metadata.name = f"kept-{keep}".lower()
+        healthy.spec.graceful_eviction_tasks[0].creation_timestamp.FromDatetime(
+            (clock.now() - timedelta(seconds=5)).replace(tzinfo=None))
+        record = healthy.status.failover_history.add(from_cluster="member1", to_clusters=["member2"],
+                                                     reason="TaintUntolerated", producer="TaintManager")
+        record.time.CopyFrom(healthy.spec.graceful_eviction_tasks[0].creation_timestamp)
+        healthy.status.scheduler_observed_generation = healthy.metadata.generation = 1
+        aggregated_for_this_generation(healthy)
+        healthy.status.aggregated_status.add(cluster_name="member2", applied=True, health="Healthy")
+        created = await store.create(healthy)
+        history = FailoverHistoryReconciler(store, clock, {"ResourceBinding": Cache([created])})  # type: ignore[dict-item]
+        await history.reconcile(key_of(created))
+        after = await store.get(registry.RESOURCE_BINDING, "default", created.metadata.name)
+        assert after.status.failover_history[0].HasField("recovered_time") is keep
