@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 
 from flotilla.api.conditions import TRUE, get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
-from flotilla.clusterstatus.collect import Collected, apply_collected, collect
+from flotilla.clusterstatus.collect import Collected, Member, apply_collected, collect
 from flotilla.clusterstatus.observation import READY, ReadyObservation, client_failure, observe
 from flotilla.clusterstatus.thresholds import Thresholds, ThresholdState, filter_ready
-from flotilla.member import MemberClient, MemberError
+from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
 
 
@@ -89,12 +89,12 @@ class ClusterProber:
         self,
         name: str,
         status: cluster_pb2.ClusterStatus,
-        connect: Callable[[], Awaitable[MemberClient]],
+        connect: Callable[[], Awaitable[Member]],
     ) -> StatusUpdate:
         now = self.clock.now()
         online = healthy = False
         error = ""
-        client: MemberClient | None = None
+        client: Member | None = None
         try:
             client = await connect()
         except Exception as e:  # whatever stops a client being built obeys the threshold too

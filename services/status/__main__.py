@@ -12,9 +12,11 @@ import grpc
 
 from flotilla.api import registry
 from flotilla.api.v1 import status_pb2, status_pb2_grpc
-from flotilla.clusterstatus.clients import MemberClients
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
+from flotilla.clusterstatus.push_members import PushMembers
+from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.status import metrics, routing
@@ -46,9 +48,12 @@ async def lead(ctx: ServiceContext) -> None:
     manager = ctx.manager()
     clusters = manager.informer(registry.CLUSTER)
     leases = manager.informer(registry.LEASE, namespace=LEASE_NAMESPACE)
-    clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
+    # Only the cluster-secret namespace: templates of kind Secret live under the same resource.
+    secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
+    members = PushMembers(CachedCredentials(ctx.store, secrets).load, args.cluster_probe_timeout,
+                                args.cluster_status_update_frequency, args.cluster_collect_period)
     push = manager.controller("cluster-status", PushStatusReconciler(
-        ctx.store, clusters, ctx.extra["prober"], clients, args.cluster_status_update_frequency,
+        ctx.store, clusters, ctx.extra["prober"], members, args.cluster_status_update_frequency,
         ctx.events, ctx.tracer,
     ), workers=args.concurrent_cluster_syncs)
     lifecycle = manager.controller("cluster-lifecycle", ClusterLifecycleReconciler(
@@ -62,10 +67,8 @@ async def lead(ctx: ServiceContext) -> None:
     manager.watch(clusters, routing.cluster_name, push, predicate=routing.generation_changed)
     metrics.track_ready(manager, clusters)
     manager.add_runnable("health-monitor", lambda: monitor.run(args.cluster_monitor_period))
-    try:
+    async with members:
         await manager.run()
-    finally:
-        await clients.close()
 
 
 SPEC = ServiceSpec(

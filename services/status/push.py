@@ -12,9 +12,9 @@ from opentelemetry import trace
 from flotilla.api.keys import split_key
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER
-from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.clusterstatus.push_members import PushMembers
 from flotilla.runtime.controller import Result
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
@@ -34,7 +34,7 @@ class PushStatusReconciler:
         store: ObjectStore,
         clusters: Informer[cluster_pb2.Cluster],
         prober: ClusterProber,
-        clients: MemberClients,
+        members: PushMembers,
         frequency: float,
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
@@ -42,7 +42,7 @@ class PushStatusReconciler:
         self.store = store
         self.clusters = clusters
         self.prober = prober
-        self.clients = clients
+        self.members = members
         self.frequency = frequency
         self.publisher = StatusPublisher(store, prober, events, tracer)
 
@@ -51,7 +51,6 @@ class PushStatusReconciler:
         cluster = self.clusters.get(key)
         if cluster is None or is_pull(cluster):
             self.prober.forget(name)
-            await self.clients.drop(name)
             return None
         if cluster.metadata.HasField("deletion_timestamp"):
             return None
@@ -59,6 +58,6 @@ class PushStatusReconciler:
             # The lifecycle controller adds it; probing starts once it is there (docs/karmada-rules.md §3 step 1).
             return Result(requeue_after=min(self.frequency, 1.0))
         with CLUSTER_SYNC_STATUS_DURATION.labels(name).time():
-            update = await self.prober.probe(name, cluster.status, lambda: self.clients.get(cluster))
+            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster))
             await self.publisher.publish(name, update)
         return Result(requeue_after=self.frequency)
