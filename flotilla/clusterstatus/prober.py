@@ -46,6 +46,12 @@ class StatusUpdate:
             apply_collected(status, self.collected, self.now)
         return status.SerializeToString(deterministic=True) != before
 
+    def changes(self, status: cluster_pb2.ClusterStatus) -> bool:
+        """Whether `apply` would change this status (left as it is)."""
+        copy = cluster_pb2.ClusterStatus()
+        copy.CopyFrom(status)
+        return self.apply(copy)
+
 
 def persisted_ready(status: cluster_pb2.ClusterStatus) -> ReadyObservation | None:
     condition = get_condition(status.conditions, READY)
