@@ -25,6 +25,8 @@ from flotilla.store.embedded import free_port
 from flotilla.store.informer import Informer
 from sim.tls import Authority
 
+pytestmark = pytest.mark.integration
+
 
 @dataclass
 class Member:
