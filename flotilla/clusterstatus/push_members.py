@@ -33,9 +33,9 @@ class PushMembers:
     """`async with` it around the prober's life: it runs the probe thread."""
 
     def __init__(self, credentials: Callable[[cluster_pb2.Cluster], Awaitable[Credentials]], timeout: float,
-                 probe_period: float, collect_period: float) -> None:
+                 probe_period: float, collect_period: float, observe: Callable[[float], None] | None = None) -> None:
         self.credentials = credentials
-        self.probes = ProbeThread(timeout, keepalive_for(probe_period))
+        self.probes = ProbeThread(timeout, keepalive_for(probe_period), observe)
         self.collection = MemberSession(timeout, keepalive_for(max(probe_period, collect_period)))
 
     async def get(self, cluster: cluster_pb2.Cluster) -> PushMember:

@@ -51,7 +51,8 @@ async def lead(ctx: ServiceContext) -> None:
     # Only the cluster-secret namespace: templates of kind Secret live under the same resource.
     secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
     members = PushMembers(CachedCredentials(ctx.store, secrets).load, args.cluster_probe_timeout,
-                                args.cluster_status_update_frequency, args.cluster_collect_period)
+                                args.cluster_status_update_frequency, args.cluster_collect_period,
+                                observe=metrics.CLUSTER_PROBE_DURATION.observe)
     push = manager.controller("cluster-status", PushStatusReconciler(
         ctx.store, clusters, ctx.extra["prober"], members, args.cluster_status_update_frequency,
         ctx.events, ctx.tracer,
