@@ -182,6 +182,8 @@ async def test_a_rotated_token_or_ca_takes_effect(store: Store, member: Member, 
     assert (await cached.load(cluster)).token == "t1"
     watching = asyncio.create_task(secrets.run())
     try:
+        await secrets.wait_synced()
+        assert secrets.get(f"{CLUSTER_SECRET_NAMESPACE}/member1") is not None, "from now on, read from the cache"
         async with PushMembers(cached.load, 5.0, probe_period=1, collect_period=5) as members:
 
             async def probe() -> Health:
