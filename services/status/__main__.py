@@ -20,6 +20,7 @@ from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.status import metrics, routing
+from services.status.collection import CollectReconciler
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor
 from services.status.lifecycle import ClusterLifecycleReconciler
 from services.status.monitor import Grace
@@ -33,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-monitor-grace-period", type=duration, default=duration("40s"))
     parser.add_argument("--cluster-startup-grace-period", type=duration, default=duration("60s"))
     parser.add_argument("--concurrent-cluster-syncs", type=int, default=20,
-                        help="clusters probed at once (a hanging probe holds only its own worker)")
+                        help="clusters probed at once (a hanging probe holds only its own worker), and as many "
+                             "collected at once by workers of their own")
 
 
 def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
@@ -53,9 +55,13 @@ async def lead(ctx: ServiceContext) -> None:
     members = PushMembers(CachedCredentials(ctx.store, secrets).load, args.cluster_probe_timeout,
                                 args.cluster_status_update_frequency, args.cluster_collect_period,
                                 observe=metrics.CLUSTER_PROBE_DURATION.observe)
-    push = manager.controller("cluster-status", PushStatusReconciler(
+    push_reconciler = PushStatusReconciler(
         ctx.store, clusters, ctx.extra["prober"], members, args.cluster_status_update_frequency,
-        ctx.events, ctx.tracer,
+        lambda key: collect.enqueue(key), ctx.events, ctx.tracer,
+    )
+    push = manager.controller("cluster-status", push_reconciler, workers=args.concurrent_cluster_syncs)
+    collect = manager.controller("cluster-collect", CollectReconciler(
+        clusters, ctx.extra["prober"], members, push_reconciler.publisher,
     ), workers=args.concurrent_cluster_syncs)
     lifecycle = manager.controller("cluster-lifecycle", ClusterLifecycleReconciler(
         ctx.store, clusters, deletion_poll=args.cluster_status_update_frequency,

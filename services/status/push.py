@@ -7,6 +7,8 @@ then asks to be called again after the update frequency.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from opentelemetry import trace
 
 from flotilla.api.keys import split_key
@@ -36,6 +38,7 @@ class PushStatusReconciler:
         prober: ClusterProber,
         members: PushMembers,
         frequency: float,
+        collect: Callable[[str], None],
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
     ) -> None:
@@ -44,6 +47,8 @@ class PushStatusReconciler:
         self.prober = prober
         self.members = members
         self.frequency = frequency
+        # Hands a due collection to the collection controller (services/status/collection.py).
+        self.collect = collect
         self.publisher = StatusPublisher(store, prober, events, tracer)
 
     async def reconcile(self, key: str) -> Result | None:
@@ -58,9 +63,11 @@ class PushStatusReconciler:
             # The lifecycle controller adds it; probing starts once it is there (docs/karmada-rules.md §3 step 1).
             return Result(requeue_after=min(self.frequency, 1.0))
         with CLUSTER_SYNC_STATUS_DURATION.labels(name).time():
-            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster))
+            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster), collect=False)
             # Most probes change nothing: judged against the informer's copy, they cost etcd no
             # read. A copy behind etcd only delays a write to the next probe.
             if update.changes(cluster.status):
                 await self.publisher.publish(name, update)
+        if update.collect_due:
+            self.collect(key)
         return Result(requeue_after=self.frequency)
