@@ -2,7 +2,7 @@
 step 5) apart from its probes: a controller of its own, so that a probe never waits for a worker
 busy listing another member. At 100 members the collections are most of the status service's
 main loop (docs/performance.md); sharing the probes' workers, they spaced the probes out to one
-in four seconds where one a second was asked for."""
+in three or four seconds where one a second was asked for."""
 
 from __future__ import annotations
 
