@@ -13,6 +13,7 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.member import Credentials
 from flotilla.store import NotFound, ObjectStore
+from flotilla.store.informer import Informer
 
 SECRET_TYPE = registry.for_kind("v1", "Secret")
 
@@ -37,16 +38,47 @@ def secret_document(name: str, credentials: Credentials) -> dict[str, Any]:
 
 async def load_credentials(store: ObjectStore, cluster: cluster_pb2.Cluster) -> Credentials:
     """The credentials a Cluster points at; a clear error when they are missing."""
+    namespace, name = _secret_ref(cluster)
+    return _credentials(cluster, await _read_secret(store, cluster, namespace, name))
+
+
+class CachedCredentials:
+    """`load_credentials` from an informer of the cluster-secret namespace: a prober asks at every
+    probe, and Secrets change rarely. A Secret the informer has not seen (not synced yet, just
+    created, or in another namespace) is read from the store; a rotated token or CA is seen as
+    soon as the informer has the new Secret."""
+
+    def __init__(self, store: ObjectStore, secrets: Informer[Any]) -> None:
+        self.store = store
+        self.secrets = secrets
+
+    async def load(self, cluster: cluster_pb2.Cluster) -> Credentials:
+        namespace, name = _secret_ref(cluster)
+        secret = self.secrets.get(f"{namespace}/{name}") if namespace == self.secrets.namespace else None
+        if secret is None:
+            secret = await _read_secret(self.store, cluster, namespace, name)
+        return _credentials(cluster, secret)
+
+
+def _secret_ref(cluster: cluster_pb2.Cluster) -> tuple[str, str]:
     spec = cluster.spec
     if not spec.api_endpoint:
         raise ValueError(f"cluster {cluster.metadata.name} has no spec.apiEndpoint")
     ref = spec.secret_ref
     if not ref.name:
         raise ValueError(f"cluster {cluster.metadata.name} has no spec.secretRef")
+    return ref.namespace or CLUSTER_SECRET_NAMESPACE, ref.name
+
+
+async def _read_secret(store: ObjectStore, cluster: cluster_pb2.Cluster, namespace: str, name: str) -> Any:
     try:
-        secret = await store.get(SECRET_TYPE, ref.namespace or CLUSTER_SECRET_NAMESPACE, ref.name)
+        return await store.get(SECRET_TYPE, namespace, name)
     except NotFound as e:
-        raise ValueError(f"secret {ref.namespace}/{ref.name} of cluster {cluster.metadata.name} not found") from e
+        raise ValueError(f"secret {namespace}/{name} of cluster {cluster.metadata.name} not found") from e
+
+
+def _credentials(cluster: cluster_pb2.Cluster, secret: Any) -> Credentials:
+    spec = cluster.spec
     data = json.loads(secret.content or b"{}").get("data") or {}
     return Credentials(
         server=spec.api_endpoint,

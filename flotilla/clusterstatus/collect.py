@@ -4,12 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, Protocol
 
 from flotilla.api.conditions import FALSE, TRUE, set_condition
 from flotilla.api.v1 import cluster_pb2
-from flotilla.member import MemberClient, node_summary, resource_summary
+from flotilla.member import Health, node_summary, resource_summary
 
 COMPLETE_API_ENABLEMENTS = "CompleteAPIEnablements"
+
+
+class Member(Protocol):
+    """A member as the prober reads it: the executor's `MemberClient` (Pull agent), or the status
+    service's probe-thread health with one-connection collection (`flotilla.clusterstatus.push_members`)."""
+
+    async def health(self) -> Health: ...
+
+    async def version(self) -> str: ...
+
+    async def api_enablements(self) -> list[tuple[str, list[tuple[str, str]]]]: ...
+
+    async def list_nodes(self) -> list[dict[str, Any]]: ...
+
+    async def list_pods(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -21,7 +37,7 @@ class Collected:
     resource_summary: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-async def collect(client: MemberClient) -> Collected:
+async def collect(client: Member) -> Collected:
     version = await client.version()
     try:
         enablements, complete = await client.api_enablements(), True

@@ -14,10 +14,11 @@ from datetime import datetime, timedelta
 
 from flotilla.api.conditions import TRUE, get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
-from flotilla.clusterstatus.collect import Collected, apply_collected, collect
+from flotilla.clusterstatus.collect import Collected, Member, apply_collected
+from flotilla.clusterstatus.collect import collect as collect_from
 from flotilla.clusterstatus.observation import READY, ReadyObservation, client_failure, observe
 from flotilla.clusterstatus.thresholds import Thresholds, ThresholdState, filter_ready
-from flotilla.member import MemberClient, MemberError
+from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
 
 
@@ -33,17 +34,42 @@ class ProbeRecord:
 
 @dataclass(frozen=True)
 class StatusUpdate:
-    """What a probe decided; `apply` writes it into any fresh copy of the status."""
+    """What a probe decided; `apply` writes it into any fresh copy of the status. `collect_due`:
+    the probe left a due collection to its caller (`probe(..., collect=False)`)."""
 
     ready: ReadyObservation
     collected: Collected | None
     now: datetime
+    collect_due: bool = False
 
     def apply(self, status: cluster_pb2.ClusterStatus) -> bool:
         before = status.SerializeToString(deterministic=True)
         set_condition(status.conditions, READY, self.ready.status, self.ready.reason, self.ready.message, self.now)
         if self.collected is not None:
             apply_collected(status, self.collected, self.now)
+        return status.SerializeToString(deterministic=True) != before
+
+    def changes(self, status: cluster_pb2.ClusterStatus) -> bool:
+        """Whether `apply` would change this status (left as it is)."""
+        copy = cluster_pb2.ClusterStatus()
+        copy.CopyFrom(status)
+        return self.apply(copy)
+
+
+@dataclass(frozen=True)
+class CollectionUpdate:
+    """A collection made apart from the probes (`ClusterProber.collect`): it leaves Ready to them,
+    and is written only while the cluster is Ready."""
+
+    collected: Collected
+    now: datetime
+
+    def apply(self, status: cluster_pb2.ClusterStatus) -> bool:
+        ready = persisted_ready(status)
+        if ready is None or ready.status != TRUE:
+            return False
+        before = status.SerializeToString(deterministic=True)
+        apply_collected(status, self.collected, self.now)
         return status.SerializeToString(deterministic=True) != before
 
 
@@ -89,12 +115,15 @@ class ClusterProber:
         self,
         name: str,
         status: cluster_pb2.ClusterStatus,
-        connect: Callable[[], Awaitable[MemberClient]],
+        connect: Callable[[], Awaitable[Member]],
+        collect: bool = True,
     ) -> StatusUpdate:
+        """Probe, and collect if due (`collect=False`: leave a due collection to the caller, as
+        `collect_due`, and count it as made now, so the next probes do not ask for it again)."""
         now = self.clock.now()
         online = healthy = False
         error = ""
-        client: MemberClient | None = None
+        client: Member | None = None
         try:
             client = await connect()
         except Exception as e:  # whatever stops a client being built obeys the threshold too
@@ -108,9 +137,12 @@ class ClusterProber:
         shown, self._states[name] = filter_ready(observed, persisted, self._states.get(name), now, self.thresholds)
         collected = None
         ready = client is not None and online and healthy and shown.status == TRUE
-        if ready and client is not None and self._collect_due(name, persisted, now):
+        due = ready and client is not None and self._collect_due(name, persisted, now)
+        if due and not collect:
+            self._collected[name] = now
+        elif due and client is not None:
             try:
-                collected = await collect(client)
+                collected = await collect_from(client)
             except MemberError as e:
                 error = str(e)
             else:
@@ -118,4 +150,9 @@ class ClusterProber:
         self._history.setdefault(name, deque(maxlen=self._history_len)).append(
             ProbeRecord(now, online, healthy, observed, shown, error)
         )
-        return StatusUpdate(shown, collected, now)
+        return StatusUpdate(shown, collected, now, collect_due=due and not collect)
+
+    async def collect(self, client: Member) -> CollectionUpdate:
+        """A collection apart from the probe; MemberError if the member did not answer."""
+        now = self.clock.now()
+        return CollectionUpdate(await collect_from(client), now)

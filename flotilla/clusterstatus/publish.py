@@ -13,7 +13,7 @@ from flotilla.api.conditions import TRUE
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.clusterstatus.observation import ReadyObservation
-from flotilla.clusterstatus.prober import ClusterProber, StatusUpdate, persisted_ready
+from flotilla.clusterstatus.prober import ClusterProber, CollectionUpdate, StatusUpdate, persisted_ready
 from flotilla.runtime.tracecontext import failover_attributes, traceparent
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
@@ -48,6 +48,12 @@ class StatusPublisher:
         if before is not None and before.status == TRUE and update.ready.status != TRUE:
             await self._start_failover_trace(name, update)
         return before
+
+    async def publish_collected(self, name: str, update: CollectionUpdate) -> None:
+        try:
+            await self.store.mutate(registry.CLUSTER, "", name, lambda obj: update.apply(obj.status), status=True)
+        except NotFound:
+            pass
 
     async def _start_failover_trace(self, name: str, update: StatusUpdate) -> None:
         """A cluster left Ready=True: open the failover trace and stamp it on the Cluster."""

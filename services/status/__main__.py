@@ -12,12 +12,15 @@ import grpc
 
 from flotilla.api import registry
 from flotilla.api.v1 import status_pb2, status_pb2_grpc
-from flotilla.clusterstatus.clients import MemberClients
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
+from flotilla.clusterstatus.push_members import PushMembers
+from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.status import metrics, routing
+from services.status.collection import CollectReconciler
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor
 from services.status.lifecycle import ClusterLifecycleReconciler
 from services.status.monitor import Grace
@@ -31,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-monitor-grace-period", type=duration, default=duration("40s"))
     parser.add_argument("--cluster-startup-grace-period", type=duration, default=duration("60s"))
     parser.add_argument("--concurrent-cluster-syncs", type=int, default=20,
-                        help="clusters probed at once (a hanging probe holds only its own worker)")
+                        help="clusters probed at once (a hanging probe holds only its own worker), and as many "
+                             "collected at once by workers of their own")
 
 
 def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
@@ -46,10 +50,18 @@ async def lead(ctx: ServiceContext) -> None:
     manager = ctx.manager()
     clusters = manager.informer(registry.CLUSTER)
     leases = manager.informer(registry.LEASE, namespace=LEASE_NAMESPACE)
-    clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
-    push = manager.controller("cluster-status", PushStatusReconciler(
-        ctx.store, clusters, ctx.extra["prober"], clients, args.cluster_status_update_frequency,
-        ctx.events, ctx.tracer,
+    # Only the cluster-secret namespace: templates of kind Secret live under the same resource.
+    secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
+    members = PushMembers(CachedCredentials(ctx.store, secrets).load, args.cluster_probe_timeout,
+                                args.cluster_status_update_frequency, args.cluster_collect_period,
+                                observe=metrics.CLUSTER_PROBE_DURATION.observe)
+    push_reconciler = PushStatusReconciler(
+        ctx.store, clusters, ctx.extra["prober"], members, args.cluster_status_update_frequency,
+        lambda key: collect.enqueue(key), ctx.events, ctx.tracer,
+    )
+    push = manager.controller("cluster-status", push_reconciler, workers=args.concurrent_cluster_syncs)
+    collect = manager.controller("cluster-collect", CollectReconciler(
+        clusters, ctx.extra["prober"], members, push_reconciler.publisher,
     ), workers=args.concurrent_cluster_syncs)
     lifecycle = manager.controller("cluster-lifecycle", ClusterLifecycleReconciler(
         ctx.store, clusters, deletion_poll=args.cluster_status_update_frequency,
@@ -62,10 +74,8 @@ async def lead(ctx: ServiceContext) -> None:
     manager.watch(clusters, routing.cluster_name, push, predicate=routing.generation_changed)
     metrics.track_ready(manager, clusters)
     manager.add_runnable("health-monitor", lambda: monitor.run(args.cluster_monitor_period))
-    try:
+    async with members:
         await manager.run()
-    finally:
-        await clients.close()
 
 
 SPEC = ServiceSpec(

@@ -15,6 +15,11 @@ CLUSTER_SYNC_STATUS_DURATION = Histogram(
     "flotilla_cluster_sync_status_duration_seconds", "Duration in seconds for syncing the status of the cluster once",
     ["member_cluster"],
 )
+# Timed on the probe thread, so it is the member's answer and the network, not this service's load.
+CLUSTER_PROBE_DURATION = Histogram(
+    "flotilla_cluster_probe_duration_seconds", "Duration in seconds of one health probe of a Push member",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
 
 
 def record_ready(event: WatchEvent[cluster_pb2.Cluster]) -> None:

@@ -1,20 +1,22 @@
 """Push clusters: probe every cluster-status-update-frequency and publish Ready (docs/karmada-rules.md §3).
 
-Level-triggered: each pass reads the cluster, probes, and writes the status
-with one compare-and-swap on a fresh read if anything changed; it then asks
-to be called again after the update frequency.
+Level-triggered: each pass probes and, if that changes the cluster's status as
+the informer has it, writes it with one compare-and-swap on a fresh read; it
+then asks to be called again after the update frequency.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from opentelemetry import trace
 
 from flotilla.api.keys import split_key
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER
-from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.clusterstatus.push_members import PushMembers
 from flotilla.runtime.controller import Result
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
@@ -34,16 +36,19 @@ class PushStatusReconciler:
         store: ObjectStore,
         clusters: Informer[cluster_pb2.Cluster],
         prober: ClusterProber,
-        clients: MemberClients,
+        members: PushMembers,
         frequency: float,
+        collect: Callable[[str], None],
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
     ) -> None:
         self.store = store
         self.clusters = clusters
         self.prober = prober
-        self.clients = clients
+        self.members = members
         self.frequency = frequency
+        # Hands a due collection to the collection controller (services/status/collection.py).
+        self.collect = collect
         self.publisher = StatusPublisher(store, prober, events, tracer)
 
     async def reconcile(self, key: str) -> Result | None:
@@ -51,7 +56,6 @@ class PushStatusReconciler:
         cluster = self.clusters.get(key)
         if cluster is None or is_pull(cluster):
             self.prober.forget(name)
-            await self.clients.drop(name)
             return None
         if cluster.metadata.HasField("deletion_timestamp"):
             return None
@@ -59,6 +63,11 @@ class PushStatusReconciler:
             # The lifecycle controller adds it; probing starts once it is there (docs/karmada-rules.md §3 step 1).
             return Result(requeue_after=min(self.frequency, 1.0))
         with CLUSTER_SYNC_STATUS_DURATION.labels(name).time():
-            update = await self.prober.probe(name, cluster.status, lambda: self.clients.get(cluster))
-            await self.publisher.publish(name, update)
+            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster), collect=False)
+            # Most probes change nothing: judged against the informer's copy, they cost etcd no
+            # read. A copy behind etcd only delays a write to the next probe.
+            if update.changes(cluster.status):
+                await self.publisher.publish(name, update)
+        if update.collect_due:
+            self.collect(key)
         return Result(requeue_after=self.frequency)

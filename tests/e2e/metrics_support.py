@@ -44,6 +44,7 @@ def assert_failover_moved_every_service(before: dict[str, Samples], after: dict[
     assert total(status, "flotilla_cluster_ready_state", member_cluster="member1") == 0
     assert total(status, "flotilla_cluster_ready_state", member_cluster="member2") == 1
     assert moved("status", "flotilla_cluster_sync_status_duration_seconds_count", member_cluster="member1")
+    assert moved("status", "flotilla_cluster_probe_duration_seconds_count")
     assert moved("taint_manager", "flotilla_eviction_kind_total", member_cluster="member1")
     assert moved("taint_manager", "flotilla_eviction_processing_total", name="binding-eviction", result="success")
     assert moved("taint_manager", "flotilla_eviction_processing_latency_seconds_count", name="binding-eviction")

@@ -66,3 +66,29 @@ async def test_a_ready_member_is_collected_once_a_period_and_at_once_when_it_tur
     await clock.advance(1)
     await probe()
     assert member.collected == 3, "collected again as soon as it is Ready again"
+
+
+async def test_the_status_service_collects_apart_from_the_probe_and_only_into_a_ready_status() -> None:
+    clock = FakeClock(start=RealClock().now())
+    prober = ClusterProber(clock, Thresholds(success=timedelta(0), failure=timedelta(0)), collect_period=10.0)
+    member = Member()
+    status = cluster_pb2.ClusterStatus()
+
+    async def connect() -> Any:
+        return member
+
+    async def probe() -> bool:
+        update = await prober.probe("member1", status, connect, collect=False)
+        update.apply(status)
+        return update.collect_due
+
+    assert await probe() and member.collected == 0, "due, left to the caller"
+    await clock.advance(1)
+    assert not await probe(), "asked for once a period, not at every probe until it is made"
+    collection = await prober.collect(member)
+    assert collection.apply(status) and status.kubernetes_version == "v1.31.0"
+    member.healthy = False
+    await clock.advance(1)
+    assert not await probe()
+    status.kubernetes_version = ""
+    assert not collection.apply(status) and not status.kubernetes_version, "not into a status that is not Ready"

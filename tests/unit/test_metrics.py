@@ -60,6 +60,7 @@ def test_dashboard_has_the_failover_panels() -> None:
 def test_karmada_names_are_defined() -> None:
     names = defined_samples()
     for name in ("flotilla_cluster_ready_state", "flotilla_cluster_sync_status_duration_seconds_bucket",
+                 "flotilla_cluster_probe_duration_seconds_bucket",
                  "flotilla_schedule_attempts_total", "flotilla_e2e_scheduling_duration_seconds_bucket",
                  "flotilla_scheduling_algorithm_duration_seconds_bucket", "flotilla_queue_incoming_bindings_total",
                  "flotilla_eviction_queue_depth", "flotilla_eviction_kind_total",

@@ -1,0 +1,144 @@
+"""What the status service reads from a Push member, over at most one kept-alive HTTPS
+connection per member: `/readyz`, and now and then its version, discovery, nodes and pods.
+
+Not kubernetes_asyncio's client: that one keeps a pool per member, and discovery's reads in
+parallel left about eight TLS connections open per member, each holding asyncio's 256 KiB read
+buffer; at 100 members that was most of the status service's 325 MiB (docs/performance.md).
+Here one aiohttp session per event loop serves every member, its connector holds one connection
+per member (the pool is keyed by host, port and TLS context), and a member's reads go one after
+another. Errors are `MemberError`s, as the executor's `MemberClient` raises them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import aiohttp
+
+import flotilla
+from flotilla.member import Credentials, Health, MemberError
+from flotilla.member.discovery import api_enablements, group_versions
+
+_USER_AGENT = f"flotilla/{flotilla.__version__}"
+
+
+@lru_cache(maxsize=64)
+def tls_context(ca_data: str, insecure: bool) -> ssl.SSLContext | bool:
+    """The TLS settings for a member's CA (base64 PEM, as a kubeconfig holds it); built once per
+    CA and shared by every member signed by it. True: the system's trust store."""
+    if insecure:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    if not ca_data:
+        return True
+    return ssl.create_default_context(cadata=base64.b64decode(ca_data, validate=True).decode())
+
+
+class MemberSession:
+    """One aiohttp session for every member, made on first use inside the loop that uses it (an
+    aiohttp session belongs to one loop). `timeout` bounds each request, connect to last byte;
+    an idle connection is kept `keepalive` seconds, longer than the period of the reads that
+    reuse it."""
+
+    def __init__(self, timeout: float, keepalive: float) -> None:
+        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.keepalive = keepalive
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=0, limit_per_host=1, keepalive_timeout=self.keepalive)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self.timeout,
+                                                  headers={"User-Agent": _USER_AGENT})
+        return self._session
+
+    async def get(self, credentials: Credentials, path: str, operation: str,
+                  accept: str = "application/json") -> tuple[int, bytes]:
+        """GET `path`: the HTTP status and body, whatever the status; MemberError when there is no answer."""
+        server = credentials.server.rstrip("/")
+        try:
+            tls = tls_context(credentials.ca_data, credentials.insecure_skip_tls_verify)
+        except (ValueError, ssl.SSLError) as e:  # bad base64 or PEM in the CA data
+            raise MemberError(server, operation, f"invalid certificate authority: {e}") from e
+        headers = {"Accept": accept}
+        if credentials.token:
+            headers["Authorization"] = f"Bearer {credentials.token}"
+        try:
+            async with self._open().get(f"{server}{path}", headers=headers, ssl=tls) as response:
+                return response.status, await response.read()
+        except TimeoutError as e:
+            raise MemberError(server, operation, f"timed out after {self.timeout.total:g}s") from e
+        except (aiohttp.ClientError, OSError) as e:
+            raise MemberError(server, operation, f"unreachable: {e or type(e).__name__}") from e
+
+    async def health(self, credentials: Credentials) -> Health:
+        """Karmada's probe (docs/karmada-rules.md §3 step 3), read as `MemberClient.health` reads
+        it: GET /readyz, and /healthz only if /readyz is 404; no answer or a refusal of our
+        credentials (401/403) is offline, 200 healthy, any other answer online and unhealthy."""
+        try:
+            status, _ = await self.get(credentials, "/readyz", "GET /readyz", accept="*/*")
+            if status == 404:
+                status, _ = await self.get(credentials, "/healthz", "GET /healthz", accept="*/*")
+        except MemberError:
+            return Health(online=False, healthy=False)
+        if status in (401, 403):
+            return Health(online=False, healthy=False)
+        return Health(online=True, healthy=status == 200)
+
+    async def get_json(self, credentials: Credentials, path: str, operation: str) -> dict[str, Any]:
+        status, body = await self.get(credentials, path, operation)
+        if status != 200:
+            raise MemberError(credentials.server, operation, f"HTTP {status}: {body[:200].decode(errors='replace')}",
+                              status=status)
+        try:
+            data = json.loads(body)
+        except ValueError as e:
+            raise MemberError(credentials.server, operation, f"not JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise MemberError(credentials.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
+        return data
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+@dataclass(frozen=True)
+class MemberReader:
+    """One member as `ClusterProber` reads it (health, then what `collect` lists)."""
+
+    http: MemberSession
+    credentials: Credentials
+
+    async def health(self) -> Health:
+        return await self.http.health(self.credentials)
+
+    async def version(self) -> str:
+        return str((await self._get("/version", "get version")).get("gitVersion", ""))
+
+    async def api_enablements(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """As `MemberClient.api_enablements`, one group/version after another on one connection."""
+        core = await self._get("/api", "discover API versions")
+        groups = await self._get("/apis", "discover API groups")
+        lists = []
+        for gv in group_versions(core, groups):
+            path = f"/api/{gv}" if "/" not in gv else f"/apis/{gv}"
+            lists.append(await self._get(path, f"discover {gv}"))
+        return api_enablements(lists)
+
+    async def list_nodes(self) -> list[dict[str, Any]]:
+        return list((await self._get("/api/v1/nodes", "list nodes")).get("items") or [])
+
+    async def list_pods(self) -> list[dict[str, Any]]:
+        return list((await self._get("/api/v1/pods", "list pods")).get("items") or [])
+
+    async def _get(self, path: str, operation: str) -> dict[str, Any]:
+        return await self.http.get_json(self.credentials, path, operation)
