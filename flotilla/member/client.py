@@ -13,6 +13,7 @@ import builtins
 import json
 import os
 import tempfile
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -353,6 +354,12 @@ def _api_client(credentials: Credentials) -> ApiClient:
 def _identified(api: ApiClient) -> ApiClient:
     # Shows up in the member's audit log instead of the generator's default user agent.
     api.user_agent = f"flotilla/{flotilla.__version__}"
+    # kubernetes_asyncio's session trusts the environment: two thread-pool hops per request (a
+    # netrc lookup, a proxy lookup) for each of the thousands of applies and reads of a failover.
+    # Only a proxy setting can matter (a netrc login would clash with the bearer token), so
+    # without one the session stops looking.
+    if not any(scheme in ("http", "https") for scheme in urllib.request.getproxies()):
+        api.rest_client.pool_manager._trust_env = False
     return api
 
 

@@ -15,6 +15,7 @@ A deleting binding has its Works deleted, then loses its finalizer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import uuid
@@ -337,8 +338,9 @@ class BindingReconciler:
     ) -> None:
         if self.events is None:
             return
-        await self.events.record(binding, type_, reason, message)
-        await self.events.record(template, type_, reason, message)
+        # Side by side: one after the other they were two more round trips in every pass.
+        await asyncio.gather(self.events.record(binding, type_, reason, message),
+                             self.events.record(template, type_, reason, message))
 
 
 def _describe(binding: Binding) -> str:

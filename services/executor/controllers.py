@@ -100,7 +100,7 @@ class ExecutorControllers:
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
             config.directly_requeue, clock), workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
-            store, clock, self.bindings, self.works), workers=config.workers)
+            store, clock, self.bindings, self.works, self.templates), workers=config.workers)
 
         self._route_policies(self.policies)
         self._route_policies(self.cluster_policies)

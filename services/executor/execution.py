@@ -36,6 +36,7 @@ from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.executor import metrics
 from services.executor.applied import AppliedGenerations, member_key
+from services.executor.cached_write import CachedStatusWriter
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("flotilla.executor")
@@ -71,6 +72,7 @@ class ExecutionReconciler:
         self.connect = connect
         self.serves = serves
         self.applied = applied or AppliedGenerations()
+        self.writer = CachedStatusWriter(store)
 
     @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
     async def reconcile(self, key: str) -> Result | None:
@@ -185,7 +187,8 @@ class ExecutionReconciler:
             return changed
 
         try:
-            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change, status=True)
+            await self.writer.mutate(registry.WORK, work.metadata.namespace, work.metadata.name,
+                                     self.works.get(f"{work.metadata.namespace}/{work.metadata.name}"), change)
         except NotFound:
             return
 
