@@ -119,7 +119,7 @@ class WorkStatusReconciler:
                 return  # not watched (not Ready), or not listed yet: the list enqueues this Work
             meta = manifest.get("metadata") or {}
             namespace, name = meta.get("namespace", ""), meta.get("name", "")
-            observed = cache.objects.get((namespace, name))
+            observed = cache.get((namespace, name))
             if observed is not None and self.applied.behind(member_key(cluster.metadata.name, manifest), observed):
                 return  # the cache has not seen the last apply yet; that apply's event enqueues this Work
             if observed is not None:
