@@ -99,7 +99,7 @@ class ExecutionReconciler:
             else:
                 await self._apply(work, cluster)
         except ClusterNotReady as e:
-            log.info("event=work-waits-for-cluster work=%s error=%s", key, e)
+            log.debug("event=work-waits-for-cluster work=%s error=%s", key, e)
             return Result(requeue_after=CLUSTER_NOT_READY_RECHECK)
         return None
 
