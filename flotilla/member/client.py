@@ -1,8 +1,11 @@
-"""Talking to one member cluster through kubernetes_asyncio, whatever is behind the kubeconfig.
+"""Talking to one member cluster over its REST API, whatever is behind the kubeconfig.
 
-Requests go through `ApiClient.call_api` (the generated client's own request path: bearer-token
-auth, TLS from the CA, aiohttp session, per-request timeout) with paths taken from discovery, so
-the same code reaches the simulator and a real API server.
+Requests go out on one aiohttp session per cluster (bearer-token auth, TLS from the CA, a
+per-request timeout), with paths taken from discovery, so the same code reaches the simulator
+and a real API server. kubernetes_asyncio's generated client did the same through
+`ApiClient.call_api`, but importing it loads every generated model (39 MiB in each process that
+talks to members) and its session looked up a proxy and a netrc file, in threads, at every
+request; only JSON in and out is needed here.
 """
 
 from __future__ import annotations
@@ -11,16 +14,14 @@ import asyncio
 import base64
 import builtins
 import json
-import os
-import tempfile
+import ssl
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.client.exceptions import ApiException
 
 import flotilla
 from flotilla.member.credentials import Credentials
@@ -28,8 +29,11 @@ from flotilla.member.discovery import ApiResource, api_enablements, group_versio
 
 __all__ = ["Health", "MemberClient", "MemberError", "WatchEvent"]
 
-_AUTH = "BearerToken"
-_JSON = {200: "object", 201: "object", 202: "object"}
+# Watch events carrying large objects can exceed aiohttp's default read buffer (etcd's request
+# limit, and so an object's, is 1.5 MiB).
+_READ_BUFFER = 2**21
+# Parallel requests to one member (kubernetes_asyncio's default pool size).
+_CONNECTIONS = 100
 
 
 class MemberError(Exception):
@@ -75,7 +79,10 @@ class MemberClient:
     def __init__(self, credentials: Credentials, timeout: float = 10.0) -> None:
         self.credentials = credentials
         self.timeout = timeout
-        self._api: ApiClient | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._headers: dict[str, str] = {"User-Agent": f"flotilla/{flotilla.__version__}"}
+        if credentials.token:
+            self._headers["Authorization"] = f"Bearer {credentials.token}"
         # groupVersion -> kind -> resource; filled by discovery, refreshed when a kind is missing.
         self._resources: dict[str, dict[str, ApiResource]] = {}
 
@@ -179,17 +186,15 @@ class MemberClient:
         connect = connect_timeout or self.timeout
         limit = aiohttp.ClientTimeout(total=timeout_seconds + connect, connect=connect, sock_connect=connect)
         try:
-            response = await self._client().call_api(
-                _collection_path(resource, None), "GET", query_params=query,
-                header_params={"Accept": "application/json"}, auth_settings=[_AUTH],
-                _preload_content=False, _request_timeout=limit,
-            )
+            response = await self._session_().request(
+                "GET", self._url(_collection_path(resource, None)), params=query, timeout=limit,
+                headers={**self._headers, "Accept": "application/json"})
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(operation, e) from e
         try:
             if not 200 <= response.status <= 299:
                 body = await response.text()
-                raise self._api_error(operation, _status_error(response.status, response.reason or "", body))
+                raise self._api_error(operation, response.status, response.reason or "", body)
             buffer = b""
             async for chunk in response.content.iter_any():
                 buffer += chunk
@@ -209,8 +214,7 @@ class MemberClient:
         except (ValueError, KeyError, TypeError) as e:
             raise MemberError(self.server, operation, f"undecodable watch event: {line[:200]!r}") from e
         if type_ == "ERROR":
-            raise self._api_error(operation, _status_error(int(obj.get("code") or 500), obj.get("reason") or "",
-                                                           json.dumps(obj)))
+            raise self._api_error(operation, int(obj.get("code") or 500), obj.get("reason") or "", json.dumps(obj))
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
         return WatchEvent(type_, obj)
@@ -230,9 +234,9 @@ class MemberClient:
         return True
 
     async def close(self) -> None:
-        api, self._api = self._api, None
-        if api is not None:
-            await api.close()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     async def __aenter__(self) -> MemberClient:
         return self
@@ -274,86 +278,87 @@ class MemberClient:
     async def _request(self, method: str, path: str, operation: str, *,
                        query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
                        content_type: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-        headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
+        headers = {**self._headers, "Accept": "application/json"}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+            data = json.dumps(body).encode()
         try:
-            data, _, _ = await self._client().call_api(
-                path, method, query_params=query, header_params=headers, body=body,
-                response_types_map=_JSON, auth_settings=[_AUTH], _return_http_data_only=False,
-                _request_timeout=timeout or self.timeout,
-            )
-        except ApiException as e:
-            raise self._api_error(operation, e) from e
+            async with self._session_().request(
+                method, self._url(path), params=query, data=data, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
+            ) as response:
+                raw = await response.read()
+                status, reason = response.status, response.reason or ""
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(operation, e, timeout) from e
-        if not isinstance(data, dict):
-            raise MemberError(self.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
-        return data
+        if not 200 <= status <= 299:
+            raise self._api_error(operation, status, reason, raw.decode(errors="replace"))
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            answer = raw.decode(errors="replace")
+        if not isinstance(answer, dict):
+            raise MemberError(self.server, operation, f"expected a JSON object, got {str(answer)[:200]!r}")
+        return answer
 
     async def _status_of(self, path: str) -> int:
         """The HTTP status of GET `path`, whatever it is; MemberError only when there is no answer."""
         try:
-            _, status, _ = await self._client().call_api(
-                path, "GET", header_params={"Accept": "*/*"}, auth_settings=[_AUTH],
-                _return_http_data_only=False, _request_timeout=self.timeout,
-            )
-        except ApiException as e:
-            return int(e.status)
+            async with self._session_().get(
+                self._url(path), headers={**self._headers, "Accept": "*/*"},
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            ) as response:
+                await response.read()
+                return response.status
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(f"GET {path}", e) from e
-        return int(status)
 
-    def _api_error(self, operation: str, e: ApiException) -> MemberError:
-        message, reason = e.reason or "", ""
+    def _api_error(self, operation: str, status: int, reason: str, body: str) -> MemberError:
+        message, kube_reason = reason, ""
         try:
-            status = json.loads(e.body or "")
-            if isinstance(status, dict):
-                message, reason = status.get("message") or message, status.get("reason") or ""
-        except (TypeError, ValueError):
-            if e.body:
-                message = str(e.body).strip()[:200]
-        return MemberError(self.server, operation, f"HTTP {e.status}: {message}", status=int(e.status), reason=reason)
+            answer = json.loads(body)
+            if isinstance(answer, dict):
+                message, kube_reason = answer.get("message") or message, answer.get("reason") or ""
+        except ValueError:
+            if body:
+                message = body.strip()[:200]
+        return MemberError(self.server, operation, f"HTTP {status}: {message}", status=status, reason=kube_reason)
 
     def _transport_error(self, operation: str, e: BaseException, timeout: float | None = None) -> MemberError:
         if isinstance(e, TimeoutError):
             return MemberError(self.server, operation, f"timed out after {timeout or self.timeout:g}s")
         return MemberError(self.server, operation, f"unreachable: {e or type(e).__name__}")
 
-    def _client(self) -> ApiClient:
+    def _url(self, path: str) -> str:
+        return self.credentials.server.rstrip("/") + path
+
+    def _session_(self) -> aiohttp.ClientSession:
         # Built on first use: aiohttp sessions must be created inside the running loop.
-        if self._api is None:
+        if self._session is None:
             try:
-                self._api = _api_client(self.credentials)
-            except (ValueError, OSError) as e:  # bad base64 or PEM in the CA data
+                context = _ssl_context(self.credentials)
+            except (ValueError, ssl.SSLError) as e:  # bad base64 or PEM in the CA data
                 raise MemberError(self.server, "build client", f"invalid certificate authority: {e}") from e
-        return self._api
+            # trust_env stays off unless a proxy is configured: it costs a proxy and a netrc lookup,
+            # each in a thread, at every request, and a netrc login would clash with the token.
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=_CONNECTIONS, ssl=context),
+                trust_env=_proxy_configured(), read_bufsize=_READ_BUFFER)
+        return self._session
 
 
-def _api_client(credentials: Credentials) -> ApiClient:
-    config = Configuration(host=credentials.server.rstrip("/"))
-    if credentials.token:
-        config.api_key = {_AUTH: credentials.token}
-        config.api_key_prefix = {_AUTH: "Bearer"}
-    config.verify_ssl = not credentials.insecure_skip_tls_verify
-    if not credentials.ca_data:
-        return _identified(ApiClient(config))
-    # The generated client only takes a CA file; it is read when the client's SSL context is
-    # built, so the file can go right after.
-    fd, ca_path = tempfile.mkstemp(prefix="flotilla-ca-", suffix=".pem")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(base64.b64decode(credentials.ca_data))
-        config.ssl_ca_cert = ca_path
-        return _identified(ApiClient(config))
-    finally:
-        os.unlink(ca_path)
+def _ssl_context(credentials: Credentials) -> ssl.SSLContext:
+    cadata = base64.b64decode(credentials.ca_data).decode() if credentials.ca_data else None
+    context = ssl.create_default_context(cadata=cadata)
+    if credentials.insecure_skip_tls_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
-def _identified(api: ApiClient) -> ApiClient:
-    # Shows up in the member's audit log instead of the generator's default user agent.
-    api.user_agent = f"flotilla/{flotilla.__version__}"
-    return api
+def _proxy_configured() -> bool:
+    return any(scheme in ("http", "https") for scheme in urllib.request.getproxies())
 
 
 def _typed_items(listed: dict[str, Any], api_version: str, kind: str) -> list[dict[str, Any]]:
@@ -363,12 +368,6 @@ def _typed_items(listed: dict[str, Any], api_version: str, kind: str) -> list[di
         item.setdefault("apiVersion", api_version)
         item.setdefault("kind", kind)
     return items
-
-
-def _status_error(status: int, reason: str, body: str) -> ApiException:
-    error = ApiException(status=status, reason=reason)
-    error.body = body.encode()  # as call_api leaves it
-    return error
 
 
 def _collection_path(resource: ApiResource, namespace: str | None) -> str:

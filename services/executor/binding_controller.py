@@ -1,7 +1,7 @@
 """The binding controller (docs/karmada-rules.md §10): ResourceBindings and ClusterResourceBindings -> Works.
 
-One code path for both kinds, keyed `Kind:namespace/name`. A pass reads the binding and
-the template from etcd, the binding's Works from the Work informer, and decides with
+One code path for both kinds, keyed `Kind:namespace/name`. A pass reads the binding, the
+template and the binding's Works from the informers, and decides with
 `works`: orphans are deleted (a Work deleted for a Directly task is marked so first); while
 a Work of a Directly task is still there, nothing else happens: the binding carries the
 `DirectlyPurgePending` condition naming the clusters it waits for and why, and is looked at
@@ -15,12 +15,15 @@ A deleting binding has its Works deleted, then loses its finalizer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from google.protobuf.message import Message
 from opentelemetry import trace
 
 from flotilla.api import bindings, keys, registry, wellknown
@@ -46,6 +49,8 @@ DIRECTLY_REQUEUE_SECONDS = 60.0
 DIRECTLY_PURGE_PENDING = DIRECTLY_PURGE_PENDING_CONDITION
 CLUSTER_NOT_READY = "ClusterNotReady"
 WORK_DELETING = "WorkDeleting"
+
+M = TypeVar("M", bound=Message)
 
 BINDING_ID_INDEX = "binding-id"
 BINDING_REF_INDEX = "binding-ref"
@@ -106,9 +111,16 @@ class BindingReconciler:
         tracer: trace.Tracer | None = None,
         directly_requeue: float = DIRECTLY_REQUEUE_SECONDS,
         clock: Clock | None = None,
+        bindings_informers: Mapping[str, Informer[Binding]] | None = None,
+        templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None,
     ) -> None:
         self.store = store
         self.works = works_informer
+        # Binding informers by kind and template informers by etcd resource, read when synced
+        # (a template kind's informer starts when something first names it); else etcd.
+        self.bindings = bindings_informers or {}
+        self.templates = templates if templates is not None else {}
+        self._recording: set[asyncio.Task[None]] = set()
         self.inject_preserved_labels = inject_preserved_labels
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.executor")
@@ -118,7 +130,7 @@ class BindingReconciler:
     @timed(metrics.BINDING_SYNC_WORK_DURATION)
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
-        binding = await self.store.try_get(rt, namespace, name)
+        binding = await self._read(self.bindings.get(rt.kind), rt, namespace, name)
         existing = works_of(self.works, key, binding)
         done = _Pass()
         if binding is None:
@@ -169,7 +181,16 @@ class BindingReconciler:
             log.warning("event=skip-binding binding=%s reason=NotATemplateKind", bindings.key_of(binding))
             return None
         resource = binding.spec.resource
-        return await self.store.try_get(rt, resource.namespace, resource.name)
+        return await self._read(self.templates.get(rt.resource), rt, resource.namespace, resource.name)
+
+    async def _read(self, informer: Informer[M] | None, rt: ResourceType[M], namespace: str, name: str) -> M | None:
+        """From the informer when it is synced: the event that brought this key here is in it
+        already, and a later version brings the key back. (Read from etcd, the binding and the
+        template were two round trips of every pass; in a failover of 1,000 bindings the new
+        Works were created a median 39 s after their placement, queued at this controller.)"""
+        if informer is not None and informer.synced:
+            return informer.get(keys.object_key(namespace, name))
+        return await self.store.try_get(rt, namespace, name)
 
     @contextlib.contextmanager
     def _span(self, binding: Binding, key: str, desired: list[work_pb2.Work]) -> Iterator[str]:
@@ -337,8 +358,18 @@ class BindingReconciler:
     ) -> None:
         if self.events is None:
             return
-        await self.events.record(binding, type_, reason, message)
-        await self.events.record(template, type_, reason, message)
+        # Recorded beside the pass, not in it (as client-go's recorder does): awaited, the two
+        # events' reads and writes were most of a pass once the binding and template come from
+        # the informers, and a failover's thousand passes queue behind the controller's workers.
+        task = asyncio.create_task(self._record(binding, template, type_, reason, message))
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+
+    async def _record(self, binding: Binding, template: meta_pb2.Unstructured, type_: str, reason: str,
+                      message: str) -> None:
+        assert self.events is not None
+        await asyncio.gather(self.events.record(binding, type_, reason, message),
+                             self.events.record(template, type_, reason, message))
 
 
 def _describe(binding: Binding) -> str:

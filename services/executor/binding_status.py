@@ -10,6 +10,7 @@ fresh read again if someone wrote in between).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 
 from flotilla.api import codec, keys
@@ -23,6 +24,7 @@ from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.executor import aggregation, works
 from services.executor.binding_controller import BINDING_ID_INDEX, template_type
+from services.executor.cached_write import CachedStatusWriter
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +52,15 @@ def aggregated(binding: Binding) -> bool:
 
 class BindingStatusReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, bindings: dict[str, Informer[Binding]],
-                 works_informer: Informer[work_pb2.Work]) -> None:
+                 works_informer: Informer[work_pb2.Work],
+                 templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
         self.works = works_informer
+        # Template informers by etcd resource, as the executor starts them (see controllers.py).
+        self.templates = templates if templates is not None else {}
+        self.writer = CachedStatusWriter(store)
 
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
@@ -72,7 +78,7 @@ class BindingStatusReconciler:
 
         was = condition_status(cached.status.conditions, aggregation.FULLY_APPLIED)
         try:
-            await self.store.mutate(rt, namespace, name, change, status=True)
+            await self.writer.mutate(rt, namespace, name, cached, change)
         except NotFound:
             return None
         if not seen or not aggregated(seen[0]):
@@ -102,7 +108,9 @@ class BindingStatusReconciler:
             return True
 
         resource = binding.spec.resource
+        informer = self.templates.get(rt.resource)
+        cached = informer.get(keys.object_key(resource.namespace, resource.name)) if informer is not None else None
         try:
-            await self.store.mutate(rt, resource.namespace, resource.name, change, status=True)
+            await self.writer.mutate(rt, resource.namespace, resource.name, cached, change)
         except NotFound:
             return

@@ -98,9 +98,9 @@ class ExecutorControllers:
         self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
         self.binding_controller = manager.controller("binding", BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
-            config.directly_requeue, clock), workers=config.workers)
+            config.directly_requeue, clock, self.bindings, self.templates), workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
-            store, clock, self.bindings, self.works), workers=config.workers)
+            store, clock, self.bindings, self.works, self.templates), workers=config.workers)
 
         self._route_policies(self.policies)
         self._route_policies(self.cluster_policies)

@@ -36,6 +36,7 @@ from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer
 from services.executor import metrics
 from services.executor.applied import AppliedGenerations, member_key
+from services.executor.cached_write import CachedStatusWriter
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("flotilla.executor")
@@ -46,8 +47,16 @@ UNKNOWN = "Unknown"
 Connect = Callable[[cluster_pb2.Cluster], Awaitable[MemberClient]]
 
 
+# A Work whose cluster is not Ready waits for it: the cluster turning Ready re-enqueues the
+# cluster's Works at once (routing.readiness_changed), so this is only a safety net. As an error
+# retried with per-key backoff from 5 ms, the thousand old Works of a failed member, deleted as
+# their eviction tasks were dropped, were tried over 13,000 times in three minutes (each with
+# a warning line) during the failover they were part of.
+CLUSTER_NOT_READY_RECHECK = 30.0
+
+
 class ClusterNotReady(Exception):
-    """Retried with backoff; the Work's cluster turning Ready re-enqueues it at once."""
+    """The Work waits for its cluster (CLUSTER_NOT_READY_RECHECK)."""
 
 
 def manifests(work: work_pb2.Work) -> list[dict[str, Any]]:
@@ -71,6 +80,7 @@ class ExecutionReconciler:
         self.connect = connect
         self.serves = serves
         self.applied = applied or AppliedGenerations()
+        self.writer = CachedStatusWriter(store)
 
     @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
     async def reconcile(self, key: str) -> Result | None:
@@ -83,10 +93,14 @@ class ExecutionReconciler:
         cluster = self.clusters.get(cluster_name)
         if cluster is not None and not self.serves(cluster):
             return None
-        if work.metadata.HasField("deletion_timestamp"):
-            await self._delete(work, cluster)
-            return None
-        await self._apply(work, cluster)
+        try:
+            if work.metadata.HasField("deletion_timestamp"):
+                await self._delete(work, cluster)
+            else:
+                await self._apply(work, cluster)
+        except ClusterNotReady as e:
+            log.debug("event=work-waits-for-cluster work=%s error=%s", key, e)
+            return Result(requeue_after=CLUSTER_NOT_READY_RECHECK)
         return None
 
     async def _delete(self, work: work_pb2.Work, cluster: cluster_pb2.Cluster | None) -> None:
@@ -185,7 +199,8 @@ class ExecutionReconciler:
             return changed
 
         try:
-            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change, status=True)
+            await self.writer.mutate(registry.WORK, work.metadata.namespace, work.metadata.name,
+                                     self.works.get(f"{work.metadata.namespace}/{work.metadata.name}"), change)
         except NotFound:
             return
 

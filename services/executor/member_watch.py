@@ -12,6 +12,7 @@ cluster's watches are tasks of their own, so a slow or hung member delays only i
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -41,15 +42,25 @@ LIST_TIMEOUT = 60.0
 
 @dataclass
 class KindCache:
-    """The member's objects of one kind, as last listed and watched."""
+    """The member's objects of one kind, as last listed and watched.
+
+    Each is kept as its JSON, with its resourceVersion beside it: as parsed dicts a member's
+    objects cost several times their JSON (8 KB against 1.5 KB for a simulated Deployment, so
+    65 MiB at 10,000 bindings), and the work-status reconciler reads only the few a Work carries.
+    """
 
     synced: bool = False
-    objects: dict[ObjectKey, dict[str, Any]] = field(default_factory=dict)
+    objects: dict[ObjectKey, tuple[str, bytes]] = field(default_factory=dict)
     lists: int = 0  # how many times the kind was listed: once, unless a watch could not resume
+
+    def get(self, key: ObjectKey) -> dict[str, Any] | None:
+        """The object, decoded afresh (the caller may change it)."""
+        found = self.objects.get(key)
+        return json.loads(found[1]) if found is not None else None
 
     def replace(self, items: Iterable[dict[str, Any]]) -> set[ObjectKey]:
         """Take a fresh list; return the keys whose object changed, came or went."""
-        fresh = {_key(obj): obj for obj in items}
+        fresh = {_key(obj): _entry(obj) for obj in items}
         changed = {k for k in fresh.keys() | self.objects.keys()
                    if _version(fresh.get(k)) != _version(self.objects.get(k))}
         self.objects, self.synced = fresh, True
@@ -61,7 +72,7 @@ class KindCache:
         if type_ == "DELETED":
             self.objects.pop(key, None)
         else:
-            self.objects[key] = obj
+            self.objects[key] = _entry(obj)
         return key
 
 
@@ -70,8 +81,13 @@ def _key(obj: dict[str, Any]) -> ObjectKey:
     return metadata.get("namespace", ""), metadata.get("name", "")
 
 
-def _version(obj: dict[str, Any] | None) -> str | None:
-    return None if obj is None else str((obj.get("metadata") or {}).get("resourceVersion", ""))
+def _entry(obj: dict[str, Any]) -> tuple[str, bytes]:
+    version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return version, json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _version(entry: tuple[str, bytes] | None) -> str | None:
+    return None if entry is None else entry[0]
 
 
 class ClusterWatch:

@@ -25,6 +25,7 @@ from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor.applied import AppliedGenerations, member_key
+from services.executor.cached_write import CachedStatusWriter
 from services.executor.execution import APPLIED, manifests
 from services.executor.member_watch import MemberWatches
 
@@ -87,6 +88,7 @@ class WorkStatusReconciler:
         self.interpreter = interpreter
         self.events = events
         self.applied = applied or AppliedGenerations()
+        self.writer = CachedStatusWriter(store)
 
     def works_of(self, cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> list[str]:
         """The keys of the Works carrying these member objects."""
@@ -117,7 +119,7 @@ class WorkStatusReconciler:
                 return  # not watched (not Ready), or not listed yet: the list enqueues this Work
             meta = manifest.get("metadata") or {}
             namespace, name = meta.get("namespace", ""), meta.get("name", "")
-            observed = cache.objects.get((namespace, name))
+            observed = cache.get((namespace, name))
             if observed is not None and self.applied.behind(member_key(cluster.metadata.name, manifest), observed):
                 return  # the cache has not seen the last apply yet; that apply's event enqueues this Work
             if observed is not None:
@@ -132,8 +134,10 @@ class WorkStatusReconciler:
             for status in statuses:
                 status.health = UNKNOWN
         now = self.clock.now()
+        changed = [False]  # what the last try of `change` found, the one whose write stands
 
         def change(obj: work_pb2.Work) -> bool:
+            changed[0] = False
             if obj.metadata.generation != work.metadata.generation:
                 return False  # changed since it was read; its event enqueues it again
             before = obj.status.SerializeToString(deterministic=True)
@@ -143,17 +147,16 @@ class WorkStatusReconciler:
                 set_condition(obj.status.conditions, APPLIED, FALSE, "AppliedFailed",
                               f"Manifest is missing in the member cluster: {', '.join(missing)}", now,
                               obj.metadata.generation)
-            return obj.status.SerializeToString(deterministic=True) != before
+            changed[0] = obj.status.SerializeToString(deterministic=True) != before
+            return changed[0]
 
-        written: work_pb2.Work = work_pb2.Work()
-        written.CopyFrom(work)
         # Most reconciles (the Work's own status event among them) change nothing: no write then.
-        if not change(written):
-            return
         try:
-            written = await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change,
-                                              status=True)
+            written = await self.writer.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, work,
+                                               change)
         except NotFound:
+            return
+        if not changed[0]:
             return
         if errors and self.events is not None:
             await self.events.warning(written, "InterpretHealthFailed", errors[0])

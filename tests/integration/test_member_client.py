@@ -1,4 +1,4 @@
-"""MemberClient (kubernetes_asyncio's ApiClient, the path a real cluster would see) against the
+"""MemberClient (the REST path a real cluster would see) against the
 simulator: kubeconfig, health under each fault, discovery, apply/get/list/delete, summaries."""
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ def test_watch_events_update_the_cache() -> None:
     cache.replace([])
     assert cache.apply("ADDED", obj("a", "1")) == ("default", "a")
     cache.apply("MODIFIED", obj("a", "2"))
-    assert cache.objects[("default", "a")]["metadata"]["resourceVersion"] == "2"
+    assert cache.get(("default", "a")) == obj("a", "2")
     cache.apply("DELETED", obj("a", "3"))
-    assert cache.objects == {}
+    assert cache.objects == {} and cache.get(("default", "a")) is None
 
 
 def test_works_are_indexed_by_the_member_objects_they_carry() -> None:
