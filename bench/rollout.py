@@ -11,10 +11,6 @@ reporting every member Healthy; prints one JSON object.
   cluster after another (every `--probe-interval`) for the whole rollout, each over a connection
   kept alive since a warm-up round (as a control plane's prober keeps one per member), so a
   probe times the request and not a TCP and TLS handshake.
-- plane_nice: with `--plane-nice N`, etcd, every service and the applying process run at nice N
-  while the simulator and the prober keep 0. Real members have machines of their own; on one
-  shared 2-core machine this keeps the plane's load from starving the members' stand-in, so
-  readyz_ms is the simulator's own answer time, not the plane's CPU queue.
 - reference_readyz_ms: the same prober asking an idle one-cluster simulator (a process of its
   own, the same code and event loop) after each probe of the loaded one: what the machine's
   load alone costs a probe (the prober's own scheduling included), against which to read
@@ -232,8 +228,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         port = free_port()
         up = subprocess.run([str(BIN / "flotilla"), "up", "--detach", "--data-dir", str(data_dir), "--etcd-port",
                              str(port), "--profile", args.profile],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600,
-                            preexec_fn=lambda: os.nice(args.plane_nice))
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
         if up.returncode != 0:
             raise SystemExit(f"flotilla up failed: {up.stderr.strip()}")
         sim: subprocess.Popen[bytes] | None = None
@@ -256,8 +251,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 [sys.executable, __file__, "--probe", str(kubeconfigs), "--reference", str(reference_kubeconfig),
                  "--probe-interval", str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
-            # This process only applies and watches: it yields to the members as the plane does.
-            os.nice(args.plane_nice)
             load_before = os.getloadavg()
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
             prober.send_signal(signal.SIGTERM)
@@ -265,7 +258,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             probed = json.loads(out)
             result["readyz_ms"], result["reference_readyz_ms"] = probed["sim"], probed["reference"]
             return {"clusters": args.clusters, "deployments": args.deployments, "sim_processes": args.sim_processes,
-                    "sim_loop": args.sim_loop, "plane_nice": args.plane_nice,
+                    "sim_loop": args.sim_loop,
                     **result, "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]}
         finally:
@@ -289,9 +282,6 @@ def main() -> None:
                         help="serve the simulated clusters from this many processes (python -m sim --processes)")
     parser.add_argument("--sim-loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="the simulator's event loop (python -m sim --loop)")
-    parser.add_argument("--plane-nice", type=int, default=0, metavar="N",
-                        help="run etcd, every service and this process at nice N, so the members (and the "
-                             "/readyz prober) are served first: members stand in for machines of their own")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     parser.add_argument("--reference", default="", help=argparse.SUPPRESS)  # the prober's idle reference
     args = parser.parse_args()
