@@ -1,44 +1,30 @@
 """What the status service reads from a Push member, over at most one kept-alive HTTPS
 connection per member: `/readyz`, and now and then its version, discovery, nodes and pods.
 
-Not kubernetes_asyncio's client: that one keeps a pool per member, and discovery's reads in
-parallel left about eight TLS connections open per member, each holding asyncio's 256 KiB read
-buffer; at 100 members that was most of the status service's 325 MiB (docs/performance.md).
-Here one aiohttp session per event loop serves every member, its connector holds one connection
-per member (the pool is keyed by host, port and TLS context), and a member's reads go one after
-another. Errors are `MemberError`s, as the executor's `MemberClient` raises them.
+Not `MemberClient`, which keeps a session and a pool per member for the executor's parallel
+applies: discovery's reads in parallel left about eight TLS connections open per member, each
+holding asyncio's 256 KiB read buffer, and at 100 members that was most of the status service's
+325 MiB (docs/performance.md). Here one aiohttp session per event loop serves every member, its
+connector holds one connection per member (the pool is keyed by host, port and TLS context), and
+a member's reads go one after another. The probe's reading, the TLS settings and the errors
+(`MemberError`) are `MemberClient`'s own.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import ssl
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import aiohttp
 
 import flotilla
 from flotilla.member import Credentials, Health, MemberError
+from flotilla.member.client import probe_health, ssl_context
 from flotilla.member.discovery import api_enablements, group_versions
 
 _USER_AGENT = f"flotilla/{flotilla.__version__}"
-
-
-@lru_cache(maxsize=64)
-def tls_context(ca_data: str, insecure: bool) -> ssl.SSLContext | bool:
-    """The TLS settings for a member's CA (base64 PEM, as a kubeconfig holds it); built once per
-    CA and shared by every member signed by it. True: the system's trust store."""
-    if insecure:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-    if not ca_data:
-        return True
-    return ssl.create_default_context(cadata=base64.b64decode(ca_data, validate=True).decode())
 
 
 class MemberSession:
@@ -64,7 +50,7 @@ class MemberSession:
         """GET `path`: the HTTP status and body, whatever the status; MemberError when there is no answer."""
         server = credentials.server.rstrip("/")
         try:
-            tls = tls_context(credentials.ca_data, credentials.insecure_skip_tls_verify)
+            tls = ssl_context(credentials.ca_data, credentials.insecure_skip_tls_verify)
         except (ValueError, ssl.SSLError) as e:  # bad base64 or PEM in the CA data
             raise MemberError(server, operation, f"invalid certificate authority: {e}") from e
         headers = {"Accept": accept}
@@ -79,18 +65,12 @@ class MemberSession:
             raise MemberError(server, operation, f"unreachable: {e or type(e).__name__}") from e
 
     async def health(self, credentials: Credentials) -> Health:
-        """Karmada's probe (docs/karmada-rules.md §3 step 3), read as `MemberClient.health` reads
-        it: GET /readyz, and /healthz only if /readyz is 404; no answer or a refusal of our
-        credentials (401/403) is offline, 200 healthy, any other answer online and unhealthy."""
-        try:
-            status, _ = await self.get(credentials, "/readyz", "GET /readyz", accept="*/*")
-            if status == 404:
-                status, _ = await self.get(credentials, "/healthz", "GET /healthz", accept="*/*")
-        except MemberError:
-            return Health(online=False, healthy=False)
-        if status in (401, 403):
-            return Health(online=False, healthy=False)
-        return Health(online=True, healthy=status == 200)
+        """Karmada's probe, read as `MemberClient.health` reads it."""
+        async def status_of(path: str) -> int:
+            status, _ = await self.get(credentials, path, f"GET {path}", accept="*/*")
+            return status
+
+        return await probe_health(status_of)
 
     async def get_json(self, credentials: Credentials, path: str, operation: str) -> dict[str, Any]:
         status, body = await self.get(credentials, path, operation)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import functools
 import json
 import ssl
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +28,7 @@ import flotilla
 from flotilla.member.credentials import Credentials
 from flotilla.member.discovery import ApiResource, api_enablements, group_versions, resources_of
 
-__all__ = ["Health", "MemberClient", "MemberError", "WatchEvent"]
+__all__ = ["Health", "MemberClient", "MemberError", "WatchEvent", "probe_health", "ssl_context"]
 
 # Watch events carrying large objects can exceed aiohttp's default read buffer (etcd's request
 # limit, and so an object's, is 1.5 MiB).
@@ -91,23 +92,7 @@ class MemberClient:
         return self.credentials.server
 
     async def health(self) -> Health:
-        """Karmada's probe (docs/karmada-rules.md §3 step 3): GET /readyz, and /healthz only if /readyz is 404.
-
-        No answer (refused, dropped, timed out) or a refusal of our credentials (401/403) is
-        offline; 200 is healthy. Any other answer means the API server is there but not
-        healthy: online, unhealthy. Karmada counts every non-2xx answer as offline; Flotilla's
-        member-cluster issue asks for an API server answering 500 to read as ClusterNotReady,
-        and an answer does prove reachability.
-        """
-        try:
-            status = await self._status_of("/readyz")
-            if status == 404:
-                status = await self._status_of("/healthz")
-        except MemberError:
-            return Health(online=False, healthy=False)
-        if status in (401, 403):
-            return Health(online=False, healthy=False)
-        return Health(online=True, healthy=status == 200)
+        return await probe_health(self._status_of)
 
     async def version(self) -> str:
         info = await self._request("GET", "/version", "get version")
@@ -337,7 +322,7 @@ class MemberClient:
         # Built on first use: aiohttp sessions must be created inside the running loop.
         if self._session is None:
             try:
-                context = _ssl_context(self.credentials)
+                context = ssl_context(self.credentials.ca_data, self.credentials.insecure_skip_tls_verify)
             except (ValueError, ssl.SSLError) as e:  # bad base64 or PEM in the CA data
                 raise MemberError(self.server, "build client", f"invalid certificate authority: {e}") from e
             # trust_env stays off unless a proxy is configured: it costs a proxy and a netrc lookup,
@@ -348,10 +333,35 @@ class MemberClient:
         return self._session
 
 
-def _ssl_context(credentials: Credentials) -> ssl.SSLContext:
-    cadata = base64.b64decode(credentials.ca_data).decode() if credentials.ca_data else None
+async def probe_health(status_of: Callable[[str], Awaitable[int]]) -> Health:
+    """Karmada's probe (docs/karmada-rules.md §3 step 3): GET /readyz, and /healthz only if /readyz is 404.
+
+    `status_of(path)` answers the HTTP status of a GET, whatever it is, and raises MemberError
+    only when there is no answer. No answer (refused, dropped, timed out) or a refusal of our
+    credentials (401/403) is offline; 200 is healthy. Any other answer means the API server is
+    there but not healthy: online, unhealthy. Karmada counts every non-2xx answer as offline;
+    Flotilla's member-cluster issue asks for an API server answering 500 to read as
+    ClusterNotReady, and an answer does prove reachability.
+    """
+    try:
+        status = await status_of("/readyz")
+        if status == 404:
+            status = await status_of("/healthz")
+    except MemberError:
+        return Health(online=False, healthy=False)
+    if status in (401, 403):
+        return Health(online=False, healthy=False)
+    return Health(online=True, healthy=status == 200)
+
+
+@functools.lru_cache(maxsize=64)
+def ssl_context(ca_data: str, insecure: bool) -> ssl.SSLContext:
+    """The TLS settings for a member's CA (base64 PEM, as a kubeconfig holds it; "" for the
+    system's trust store), built once per CA and shared by every member it signed. ValueError or
+    ssl.SSLError for CA data that is not base64 PEM."""
+    cadata = base64.b64decode(ca_data).decode() if ca_data else None
     context = ssl.create_default_context(cadata=cadata)
-    if credentials.insecure_skip_tls_verify:
+    if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
