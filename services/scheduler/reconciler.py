@@ -64,7 +64,11 @@ M = TypeVar("M", bound=Message)
 class SchedulerOptions:
     scheduler_name: str = DEFAULT_SCHEDULER
     empty_workload_propagation: bool = False
-    # How soon a binding that could not be placed (capacity, spread) is tried again.
+    # A binding that could not be placed (nothing fits, capacity, spread, a plugin error) is tried
+    # again after retry_initial seconds, twice as long after each further failure, at most
+    # retry_after: what keeps it out of its clusters may be a status report that no scheduling
+    # event announces (a discovery that timed out, capacity held by reservations, a stale summary).
+    retry_initial: float = 1.0
     retry_after: float = 30.0
     # How long a decision's new replicas are held against their clusters (see CapacityLedger).
     reservation_ttl: float = 20.0
@@ -152,6 +156,8 @@ class BindingScheduler:
         self._settled: dict[str, int] = {}
         # Keys re-enqueued because a cluster changed: decided again even when settled.
         self._forced: set[str] = set()
+        # key -> how many schedules of it failed in a row (its retry backoff).
+        self._failures: dict[str, int] = {}
 
     def own_change(self, key: str, generation: int) -> bool:
         """Whether `generation` is the one this scheduler's last result produced."""
@@ -167,6 +173,7 @@ class BindingScheduler:
         if binding is None:
             self.ledger.forget(ledger_key(self.kind.kind, key))
             self._settled.pop(key, None)
+            self._failures.pop(key, None)
             return None
         if binding.metadata.HasField("deletion_timestamp") or not handled_by(binding, self.options.scheduler_name):
             return None
@@ -217,11 +224,21 @@ class BindingScheduler:
             span.end()
         if _news(binding, decision):
             self._record_events(current, decision)
-        if decision.ok or decision.outcome is core.Outcome.NO_CLUSTER_FIT:
-            # Nothing fits: a change to a cluster or the binding brings it back, not time.
+        if decision.ok:
+            self._failures.pop(key, None)
             return None
+        # Karmada requeues every failed schedule, "nothing fits" too (docs/karmada-rules.md §8.2).
+        # Waiting for a scheduling event is not enough: a cluster's status (its APIs, its free
+        # room) changes without one, and a fallback term that fails for a moment in a failover
+        # storm would leave the binding off every cluster for good.
         metrics.incoming(metrics.SCHEDULE_ATTEMPT_FAILURE)
-        return Result(requeue_after=self.options.retry_after)
+        return Result(requeue_after=self._backoff(key))
+
+    def _backoff(self, key: str) -> float:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        delay: float = self.options.retry_initial * 2.0 ** min(failures, 32)
+        return min(delay, self.options.retry_after)
 
     def _failover_span(self, binding: Binding, trigger: Trigger) -> trace.Span | None:
         """Continue the failover trace the evicting component stamped on the binding."""

@@ -143,3 +143,50 @@ async def test_cluster_changes_move_duplicated_bindings_only(store: MemoryStore,
     assert targets(rbs.informer.get("default/div-deployment")) == [("member1", 2)]
     assert rbs.informer.get("default/div-deployment").metadata.generation == divided.metadata.generation
 
+
+
+FAILOVER = {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                                  {"affinityName": "backup", "clusterNames": ["member2"]}]}
+
+
+async def evict_from_member1(store: MemoryStore) -> None:
+    """What the eviction service does when member1 fails: take it out, leave a task."""
+    def evict(obj: Any) -> bool:
+        del obj.spec.clusters[:]
+        obj.spec.graceful_eviction_tasks.add(from_cluster="member1", reason="TaintUntolerated", producer="test")
+        return True
+
+    await store.mutate(registry.RESOURCE_BINDING, "default", "web-deployment", evict)
+
+
+@pytest.mark.parametrize(("strategy", "backup", "recover"), [
+    # The backup's discovery timed out: it reported no APIs until its next collection.
+    ({"replicaSchedulingType": "Duplicated"}, {},
+     lambda obj: obj.status.api_enablements.add(group_version="apps/v1").resources.add(
+         name="deployments", kind="Deployment")),
+    # The backup is short of room until its next resource summary.
+    ({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}, {"cpu": "2"},
+     lambda obj: obj.status.resource_summary.allocatable.__setitem__("cpu", "8")),
+], ids=["api-enablements", "capacity"])
+async def test_a_failover_the_backup_cannot_take_yet_is_retried(
+        store: MemoryStore, loop: SchedulerLoop, rbs: Bindings, strategy: dict[str, str], backup: dict[str, str],
+        recover: Any) -> None:
+    await store.create(cluster("member1"))
+    member2 = cluster("member2", **backup)
+    if not backup:
+        del member2.status.api_enablements[:]
+    await store.create(member2)
+    await store.create(rb("web", {**FAILOVER, "replicaScheduling": strategy}, replicas=4))
+    await rbs.wait("default/web-deployment", placed(("member1", 4)))
+    await evict_from_member1(store)
+    binding = await rbs.wait("default/web-deployment", scheduled("NoClusterFit"))
+    message = get_condition(binding.status.conditions, "Scheduled").message  # type: ignore[union-attr]
+    assert 'clusterAffinities term "backup"' in message
+
+    # A status update is no scheduling event: the retry of the failed binding finds the backup able.
+    def recovered(obj: Any) -> bool:
+        recover(obj)
+        return True
+
+    await store.mutate(registry.CLUSTER, "", "member2", recovered, status=True)
+    await rbs.wait("default/web-deployment", placed(("member2", 4)))
