@@ -237,8 +237,7 @@ class BindingScheduler:
     def _backoff(self, key: str) -> float:
         failures = self._failures.get(key, 0)
         self._failures[key] = failures + 1
-        delay: float = self.options.retry_initial * 2.0 ** min(failures, 32)
-        return min(delay, self.options.retry_after)
+        return retry_delay(failures, self.options.retry_initial, self.options.retry_after)
 
     def _failover_span(self, binding: Binding, trigger: Trigger) -> trace.Span | None:
         """Continue the failover trace the evicting component stamped on the binding."""
@@ -374,6 +373,12 @@ class BindingScheduler:
         self.events.emit(_template_ref(binding), event_type, reason, message)
 
 
+def retry_delay(failures: int, initial: float, longest: float) -> float:
+    """The wait before the next try of a binding whose last `failures` + 1 schedules failed."""
+    delay: float = initial * 2.0 ** min(failures, 32)
+    return min(delay, longest)
+
+
 def schedule_type(binding: Binding, trigger: Trigger) -> str:
     """Karmada's schedule_type: a first placement, a replica change, or anything else."""
     if not binding.spec.clusters and not binding.status.scheduler_observed_generation:
@@ -451,6 +456,35 @@ def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     )
 
 
+def cluster_status_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    """A change of a cluster's readiness or served APIs, which `cluster_change_matters` does not
+    see (it is status only) but which may let a binding that failed to schedule fit now."""
+    cluster, old = event.obj, event.old
+    if event.type is EventType.DELETED or old is None or cluster_change_matters(event):
+        return False
+    return (list(cluster.status.api_enablements) != list(old.status.api_enablements)
+            or _ready(cluster) != _ready(old))
+
+
+def _ready(cluster: cluster_pb2.Cluster) -> bool:
+    condition = get_condition(cluster.status.conditions, "Ready")
+    return condition is not None and condition.status == TRUE
+
+
+def bindings_not_scheduled(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
+    """The bindings whose last schedule failed: tried again at once rather than at their next
+    backoff step."""
+    def to_keys(_: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
+        return [object_key_of(b) for b in bindings.list() if _not_scheduled(b)]
+
+    return to_keys
+
+
+def _not_scheduled(binding: Binding) -> bool:
+    condition = get_condition(binding.status.conditions, SCHEDULED)
+    return condition is not None and condition.status == FALSE
+
+
 def bindings_affected_by_cluster(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
     # Asked twice for each cluster change (to force the bindings, then to enqueue them): one
     # pass over every binding answers both.
@@ -510,6 +544,8 @@ class SchedulerLoop:
 
             manager.on_event(clusters, force, predicate=cluster_matters)
             manager.watch(clusters, affected, controller, predicate=cluster_matters)
+            manager.watch(clusters, bindings_not_scheduled(informer), controller,
+                          predicate=lambda event: clusters.synced and cluster_status_matters(event))
             self.reconcilers[kind.kind] = reconciler
             self.informers[kind.kind] = informer
             self.controllers[kind.kind] = controller

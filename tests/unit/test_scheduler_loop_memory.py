@@ -159,18 +159,19 @@ async def evict_from_member1(store: MemoryStore) -> None:
     await store.mutate(registry.RESOURCE_BINDING, "default", "web-deployment", evict)
 
 
-@pytest.mark.parametrize(("strategy", "backup", "recover"), [
-    # The backup's discovery timed out: it reported no APIs until its next collection.
-    ({"replicaSchedulingType": "Duplicated"}, {},
-     lambda obj: obj.status.api_enablements.add(group_version="apps/v1").resources.add(
-         name="deployments", kind="Deployment")),
-    # The backup is short of room until its next resource summary.
-    ({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}, {"cpu": "2"},
-     lambda obj: obj.status.resource_summary.allocatable.__setitem__("cpu", "8")),
-], ids=["api-enablements", "capacity"])
-async def test_a_failover_the_backup_cannot_take_yet_is_retried(
-        store: MemoryStore, loop: SchedulerLoop, rbs: Bindings, strategy: dict[str, str], backup: dict[str, str],
-        recover: Any) -> None:
+def serve_deployments(obj: Any) -> bool:
+    obj.status.api_enablements.add(group_version="apps/v1").resources.add(name="deployments", kind="Deployment")
+    return True
+
+
+def more_room(obj: Any) -> bool:
+    obj.status.resource_summary.allocatable["cpu"] = "8"
+    return True
+
+
+async def fail_over_to_a_backup_not_able_yet(store: MemoryStore, rbs: Bindings, strategy: dict[str, str],
+                                             backup: dict[str, str]) -> None:
+    """member1 fails while member2, the backup term's cluster, cannot take the binding yet."""
     await store.create(cluster("member1"))
     member2 = cluster("member2", **backup)
     if not backup:
@@ -183,10 +184,38 @@ async def test_a_failover_the_backup_cannot_take_yet_is_retried(
     message = get_condition(binding.status.conditions, "Scheduled").message  # type: ignore[union-attr]
     assert 'clusterAffinities term "backup"' in message
 
-    # A status update is no scheduling event: the retry of the failed binding finds the backup able.
-    def recovered(obj: Any) -> bool:
-        recover(obj)
-        return True
 
-    await store.mutate(registry.CLUSTER, "", "member2", recovered, status=True)
+DUPLICATED = {"replicaSchedulingType": "Duplicated"}
+
+
+@pytest.mark.parametrize(("strategy", "backup", "recover"), [
+    # The backup's discovery timed out: it reported no APIs until its next collection.
+    (DUPLICATED, {}, serve_deployments),
+    # The backup is short of room until its next resource summary.
+    ({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}, {"cpu": "2"}, more_room),
+], ids=["api-enablements", "capacity"])
+async def test_a_failover_the_backup_cannot_take_yet_is_retried(
+        store: MemoryStore, loop: SchedulerLoop, rbs: Bindings, strategy: dict[str, str], backup: dict[str, str],
+        recover: Any) -> None:
+    await fail_over_to_a_backup_not_able_yet(store, rbs, strategy, backup)
+    # A status update is no scheduling event: the retry of the failed binding finds the backup able.
+    await store.mutate(registry.CLUSTER, "", "member2", recover, status=True)
+    await rbs.wait("default/web-deployment", placed(("member2", 4)))
+
+
+@pytest.fixture
+async def patient_loop(store: MemoryStore) -> AsyncIterator[SchedulerLoop]:
+    scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
+                              SchedulerOptions(retry_initial=3600, retry_after=3600, workers=4))
+    task = asyncio.create_task(scheduler.run())
+    yield scheduler
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_cluster_serving_the_api_again_takes_failed_bindings_at_once(
+        store: MemoryStore, patient_loop: SchedulerLoop, rbs: Bindings) -> None:
+    await fail_over_to_a_backup_not_able_yet(store, rbs, DUPLICATED, {})
+    # Not the next retry (an hour away) but the cluster's status change brings the binding back.
+    await store.mutate(registry.CLUSTER, "", "member2", serve_deployments, status=True)
     await rbs.wait("default/web-deployment", placed(("member2", 4)))
