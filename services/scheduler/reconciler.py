@@ -182,6 +182,7 @@ class BindingScheduler:
         if trigger is Trigger.ALWAYS and self.own_change(key, generation) and not forced:
             return None
         if trigger is None:
+            self._failures.pop(key, None)
             if binding.status.scheduler_observed_generation != generation and not self.own_change(key, generation):
                 await self._observe_generation(binding)
                 self._settled[key] = generation
@@ -227,6 +228,9 @@ class BindingScheduler:
         if decision.ok:
             self._failures.pop(key, None)
             return None
+        # A failure that wrote no spec leaves the generation this scheduler last placed the binding
+        # at: that must not pass for settled, or the retry (not forced by a cluster) does nothing.
+        self._settled.pop(key, None)
         # Karmada requeues every failed schedule, "nothing fits" too (docs/karmada-rules.md §8.2).
         # Waiting for a scheduling event is not enough: a cluster's status (its APIs, its free
         # room) changes without one, and a fallback term that fails for a moment in a failover

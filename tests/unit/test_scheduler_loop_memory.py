@@ -219,3 +219,27 @@ async def test_a_cluster_serving_the_api_again_takes_failed_bindings_at_once(
     # Not the next retry (an hour away) but the cluster's status change brings the binding back.
     await store.mutate(registry.CLUSTER, "", "member2", serve_deployments, status=True)
     await rbs.wait("default/web-deployment", placed(("member2", 4)))
+
+
+async def test_a_failure_that_wrote_no_spec_is_retried(store: MemoryStore, loop: SchedulerLoop,
+                                                       rbs: Bindings) -> None:
+    await store.create(cluster("member1"))
+    await store.create(cluster("member2"))
+    member3 = cluster("member3")
+    del member3.status.api_enablements[:]
+    await store.create(member3)
+    spread = {"clusterAffinity": {"labelSelector": {"matchLabels": {"env": "prod"}}}, "replicaScheduling": DUPLICATED,
+              "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 2, "maxGroups": 2}]}
+    await store.create(rb("web", spread))
+    await rbs.wait("default/web-deployment", placed(("member1", 2), ("member2", 2)))
+
+    def demote(obj: Any) -> bool:
+        obj.metadata.labels["env"] = "dev"
+        return True
+
+    # Too few clusters for the spread: Unschedulable, spec.clusters left as they are (the
+    # generation this scheduler placed the binding at stays, and must not pass for settled).
+    await store.mutate(registry.CLUSTER, "", "member2", demote)
+    await rbs.wait("default/web-deployment", scheduled("Unschedulable"))
+    await store.mutate(registry.CLUSTER, "", "member3", serve_deployments, status=True)
+    await rbs.wait("default/web-deployment", placed(("member1", 2), ("member3", 2)))
