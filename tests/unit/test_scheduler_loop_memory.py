@@ -1,6 +1,8 @@
 """The scheduling loop in-process on a MemoryStore: ClusterResourceBindings take the same path as
-ResourceBindings, "nothing fits" clears the result, capacity shortfalls are retried, cluster
-changes bring Duplicated bindings to new clusters but leave Divided ones where they are.
+ResourceBindings, "nothing fits" clears the result, failed schedules (capacity, nothing fits, a
+failover whose backup term cannot take the binding yet) are retried, a cluster's readiness or
+APIs changing brings failed bindings back at once, cluster changes bring Duplicated bindings to
+new clusters but leave Divided ones where they are.
 
 (The scheduler on a real etcd: tests/integration/test_scheduler_service.py.)"""
 
