@@ -129,8 +129,18 @@ def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
         attempts.append(Attempt(term.affinity_name, decision.outcome, decision.message))
     if first is None:
         return Decision(Outcome.SCHEDULER_ERROR, "no clusterAffinities term to schedule with", None)
-    # Every term failed: only "nothing fits" clears the result; the observed term stays.
-    return Decision(first.outcome, first.message, first.clusters, first.unfit, None, attempts)
+    # Every term failed: the first term's outcome decides, as in Karmada (only "nothing fits"
+    # clears the result; the observed term stays), but the message names every term's reasons:
+    # the first term's alone hides why the fallback did not take the binding either.
+    return Decision(first.outcome, attempts_message(attempts), first.clusters, first.unfit, None, attempts)
+
+
+def attempts_message(attempts: Sequence[Attempt]) -> str:
+    """The message of a schedule whose every clusterAffinities term failed: a single term's
+    message as it is (Karmada's), several terms' each after the term's name."""
+    if len(attempts) == 1:
+        return attempts[0].message
+    return "; ".join(f'clusterAffinities term "{a.affinity_name}": {a.message}' for a in attempts)
 
 
 class _Plan:

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep selected clusters that get 0 replicas in spec.clusters")
     parser.add_argument("--workers", type=int, default=16, help="bindings scheduled at once, per binding kind")
     parser.add_argument("--unschedulable-retry-period", type=duration, default=duration("30s"),
-                        help="how soon a binding that could not be placed (capacity, spread constraints) is retried")
+                        help="the longest wait before a binding that could not be placed is retried "
+                             "(the wait starts at 1s and doubles after each failure)")
     parser.add_argument("--capacity-reservation-ttl", type=duration, default=duration("20s"),
                         help="how long replicas just placed count against a cluster before its reported "
                              "resourceSummary is trusted to include them")

@@ -64,7 +64,11 @@ M = TypeVar("M", bound=Message)
 class SchedulerOptions:
     scheduler_name: str = DEFAULT_SCHEDULER
     empty_workload_propagation: bool = False
-    # How soon a binding that could not be placed (capacity, spread) is tried again.
+    # A binding that could not be placed (nothing fits, capacity, spread, a plugin error) is tried
+    # again after retry_initial seconds, twice as long after each further failure, at most
+    # retry_after: what keeps it out of its clusters may be a status report that no scheduling
+    # event announces (a discovery that timed out, capacity held by reservations, a stale summary).
+    retry_initial: float = 1.0
     retry_after: float = 30.0
     # How long a decision's new replicas are held against their clusters (see CapacityLedger).
     reservation_ttl: float = 20.0
@@ -152,6 +156,8 @@ class BindingScheduler:
         self._settled: dict[str, int] = {}
         # Keys re-enqueued because a cluster changed: decided again even when settled.
         self._forced: set[str] = set()
+        # key -> how many schedules of it failed in a row (its retry backoff).
+        self._failures: dict[str, int] = {}
 
     def own_change(self, key: str, generation: int) -> bool:
         """Whether `generation` is the one this scheduler's last result produced."""
@@ -167,6 +173,7 @@ class BindingScheduler:
         if binding is None:
             self.ledger.forget(ledger_key(self.kind.kind, key))
             self._settled.pop(key, None)
+            self._failures.pop(key, None)
             return None
         if binding.metadata.HasField("deletion_timestamp") or not handled_by(binding, self.options.scheduler_name):
             return None
@@ -175,6 +182,7 @@ class BindingScheduler:
         if trigger is Trigger.ALWAYS and self.own_change(key, generation) and not forced:
             return None
         if trigger is None:
+            self._failures.pop(key, None)
             if binding.status.scheduler_observed_generation != generation and not self.own_change(key, generation):
                 await self._observe_generation(binding)
                 self._settled[key] = generation
@@ -217,11 +225,23 @@ class BindingScheduler:
             span.end()
         if _news(binding, decision):
             self._record_events(current, decision)
-        if decision.ok or decision.outcome is core.Outcome.NO_CLUSTER_FIT:
-            # Nothing fits: a change to a cluster or the binding brings it back, not time.
+        if decision.ok:
+            self._failures.pop(key, None)
             return None
+        # A failure that wrote no spec leaves the generation this scheduler last placed the binding
+        # at: that must not pass for settled, or the retry (not forced by a cluster) does nothing.
+        self._settled.pop(key, None)
+        # Karmada requeues every failed schedule, "nothing fits" too (docs/karmada-rules.md §8.2).
+        # Waiting for a scheduling event is not enough: a cluster's status (its APIs, its free
+        # room) changes without one, and a fallback term that fails for a moment in a failover
+        # storm would leave the binding off every cluster for good.
         metrics.incoming(metrics.SCHEDULE_ATTEMPT_FAILURE)
-        return Result(requeue_after=self.options.retry_after)
+        return Result(requeue_after=self._backoff(key))
+
+    def _backoff(self, key: str) -> float:
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        return retry_delay(failures, self.options.retry_initial, self.options.retry_after)
 
     def _failover_span(self, binding: Binding, trigger: Trigger) -> trace.Span | None:
         """Continue the failover trace the evicting component stamped on the binding."""
@@ -357,6 +377,12 @@ class BindingScheduler:
         self.events.emit(_template_ref(binding), event_type, reason, message)
 
 
+def retry_delay(failures: int, initial: float, longest: float) -> float:
+    """The wait before the next try of a binding whose last `failures` + 1 schedules failed."""
+    delay: float = initial * 2.0 ** min(failures, 32)
+    return min(delay, longest)
+
+
 def schedule_type(binding: Binding, trigger: Trigger) -> str:
     """Karmada's schedule_type: a first placement, a replica change, or anything else."""
     if not binding.spec.clusters and not binding.status.scheduler_observed_generation:
@@ -434,6 +460,35 @@ def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     )
 
 
+def cluster_status_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    """A change of a cluster's readiness or served APIs, which `cluster_change_matters` does not
+    see (it is status only) but which may let a binding that failed to schedule fit now."""
+    cluster, old = event.obj, event.old
+    if event.type is EventType.DELETED or old is None or cluster_change_matters(event):
+        return False
+    return (list(cluster.status.api_enablements) != list(old.status.api_enablements)
+            or _ready(cluster) != _ready(old))
+
+
+def _ready(cluster: cluster_pb2.Cluster) -> bool:
+    condition = get_condition(cluster.status.conditions, "Ready")
+    return condition is not None and condition.status == TRUE
+
+
+def bindings_not_scheduled(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
+    """The bindings whose last schedule failed: tried again at once rather than at their next
+    backoff step."""
+    def to_keys(_: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
+        return [object_key_of(b) for b in bindings.list() if _not_scheduled(b)]
+
+    return to_keys
+
+
+def _not_scheduled(binding: Binding) -> bool:
+    condition = get_condition(binding.status.conditions, SCHEDULED)
+    return condition is not None and condition.status == FALSE
+
+
 def bindings_affected_by_cluster(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
     # Asked twice for each cluster change (to force the bindings, then to enqueue them): one
     # pass over every binding answers both.
@@ -493,6 +548,8 @@ class SchedulerLoop:
 
             manager.on_event(clusters, force, predicate=cluster_matters)
             manager.watch(clusters, affected, controller, predicate=cluster_matters)
+            manager.watch(clusters, bindings_not_scheduled(informer), controller,
+                          predicate=lambda event: clusters.synced and cluster_status_matters(event))
             self.reconcilers[kind.kind] = reconciler
             self.informers[kind.kind] = informer
             self.controllers[kind.kind] = controller

@@ -38,8 +38,9 @@ def test_text_output_when_nothing_fits() -> None:
     code, out, _ = flotillactl("schedule", "-f", str(CASES / "cases" / "a03-affinities-none-fits.yaml"),
                        "-f", BASIC)
     assert code == 0
-    assert out.splitlines()[0] == ("Not scheduled (NoClusterFit): 0/4 clusters are available: "
-                                   "4 cluster(s) did not match the placement cluster affinity constraint.")
+    unfit = "0/4 clusters are available: 4 cluster(s) did not match the placement cluster affinity constraint."
+    assert out.splitlines()[0] == (f'Not scheduled (NoClusterFit): clusterAffinities term "primary": {unfit}; '
+                                   f'clusterAffinities term "backup": {unfit}')
 
 
 BINDING = CASES / "cases" / "s13-seed-nginx-failover.yaml"

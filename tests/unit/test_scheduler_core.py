@@ -106,3 +106,40 @@ def test_deleting_clusters_are_not_candidates() -> None:
     decision = schedule(binding({}), cluster("a", deleting=True))
     assert (decision.outcome, decision.message, decision.clusters) == (
         core.Outcome.SCHEDULER_ERROR, "no clusters available to schedule", None)
+
+
+FAILOVER_TERMS = [{"affinityName": "primary", "clusterNames": ["m1"]},
+                  {"affinityName": "backup", "clusterNames": ["m2"]}]
+
+
+def evicted_from_m1(placement: dict[str, Any]) -> Any:
+    """A binding settled on its primary term whose cluster m1 is being evicted from."""
+    return binding(placement, status={"schedulerObservingAffinityName": "primary"},
+                   gracefulEvictionTasks=[{"fromCluster": "m1", "reason": "TaintUntolerated", "producer": "t"}])
+
+
+def without_apis(obj: Any) -> Any:
+    del obj.status.api_enablements[:]
+    return obj
+
+
+def test_every_failed_term_is_in_the_message() -> None:
+    # The backup's cluster reported no APIs (a discovery that timed out): both terms fail, and
+    # the message says why the backup did not take the binding, not only the primary.
+    duplicated = {"clusterAffinities": FAILOVER_TERMS, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    decision = schedule(evicted_from_m1(duplicated), cluster("m1"), without_apis(cluster("m2")), cluster("m3"))
+    assert (decision.outcome, decision.clusters) == (core.Outcome.NO_CLUSTER_FIT, [])
+    assert decision.message == (
+        'clusterAffinities term "primary": 0/3 clusters are available: 1 cluster(s) is in the process of eviction, '
+        '2 cluster(s) did not match the placement cluster affinity constraint.; '
+        'clusterAffinities term "backup": 0/3 clusters are available: 1 cluster(s) did not have the API resource, '
+        '2 cluster(s) did not match the placement cluster affinity constraint.')
+    assert schedule(evicted_from_m1(duplicated), cluster("m1"), cluster("m2"), cluster("m3")).clusters == [("m2", 6)]
+
+
+def test_a_backup_short_of_room_is_named_in_the_message() -> None:
+    decision = schedule(evicted_from_m1({"clusterAffinities": FAILOVER_TERMS, "replicaScheduling": DYNAMIC}),
+                        cluster("m1"), cluster("m2", "2"))
+    assert decision.outcome is core.Outcome.NO_CLUSTER_FIT
+    assert decision.message.endswith(
+        'clusterAffinities term "backup": Clusters available replicas 2 are not enough to schedule.')

@@ -1,6 +1,8 @@
 """The scheduling loop in-process on a MemoryStore: ClusterResourceBindings take the same path as
-ResourceBindings, "nothing fits" clears the result, capacity shortfalls are retried, cluster
-changes bring Duplicated bindings to new clusters but leave Divided ones where they are.
+ResourceBindings, "nothing fits" clears the result, failed schedules (capacity, nothing fits, a
+failover whose backup term cannot take the binding yet) are retried, a cluster's readiness or
+APIs changing brings failed bindings back at once, cluster changes bring Duplicated bindings to
+new clusters but leave Divided ones where they are.
 
 (The scheduler on a real etcd: tests/integration/test_scheduler_service.py.)"""
 
@@ -143,3 +145,103 @@ async def test_cluster_changes_move_duplicated_bindings_only(store: MemoryStore,
     assert targets(rbs.informer.get("default/div-deployment")) == [("member1", 2)]
     assert rbs.informer.get("default/div-deployment").metadata.generation == divided.metadata.generation
 
+
+
+FAILOVER = {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                                  {"affinityName": "backup", "clusterNames": ["member2"]}]}
+
+
+async def evict_from_member1(store: MemoryStore) -> None:
+    """What the eviction service does when member1 fails: take it out, leave a task."""
+    def evict(obj: Any) -> bool:
+        del obj.spec.clusters[:]
+        obj.spec.graceful_eviction_tasks.add(from_cluster="member1", reason="TaintUntolerated", producer="test")
+        return True
+
+    await store.mutate(registry.RESOURCE_BINDING, "default", "web-deployment", evict)
+
+
+def serve_deployments(obj: Any) -> bool:
+    obj.status.api_enablements.add(group_version="apps/v1").resources.add(name="deployments", kind="Deployment")
+    return True
+
+
+def more_room(obj: Any) -> bool:
+    obj.status.resource_summary.allocatable["cpu"] = "8"
+    return True
+
+
+async def fail_over_to_a_backup_not_able_yet(store: MemoryStore, rbs: Bindings, strategy: dict[str, str],
+                                             backup: dict[str, str]) -> None:
+    """member1 fails while member2, the backup term's cluster, cannot take the binding yet."""
+    await store.create(cluster("member1"))
+    member2 = cluster("member2", **backup)
+    if not backup:
+        del member2.status.api_enablements[:]
+    await store.create(member2)
+    await store.create(rb("web", {**FAILOVER, "replicaScheduling": strategy}, replicas=4))
+    await rbs.wait("default/web-deployment", placed(("member1", 4)))
+    await evict_from_member1(store)
+    binding = await rbs.wait("default/web-deployment", scheduled("NoClusterFit"))
+    message = get_condition(binding.status.conditions, "Scheduled").message  # type: ignore[union-attr]
+    assert 'clusterAffinities term "backup"' in message
+
+
+DUPLICATED = {"replicaSchedulingType": "Duplicated"}
+
+
+@pytest.mark.parametrize(("strategy", "backup", "recover"), [
+    # The backup's discovery timed out: it reported no APIs until its next collection.
+    (DUPLICATED, {}, serve_deployments),
+    # The backup is short of room until its next resource summary.
+    ({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}, {"cpu": "2"}, more_room),
+], ids=["api-enablements", "capacity"])
+async def test_a_failover_the_backup_cannot_take_yet_is_retried(
+        store: MemoryStore, loop: SchedulerLoop, rbs: Bindings, strategy: dict[str, str], backup: dict[str, str],
+        recover: Any) -> None:
+    await fail_over_to_a_backup_not_able_yet(store, rbs, strategy, backup)
+    # A status update is no scheduling event: the retry of the failed binding finds the backup able.
+    await store.mutate(registry.CLUSTER, "", "member2", recover, status=True)
+    await rbs.wait("default/web-deployment", placed(("member2", 4)))
+
+
+@pytest.fixture
+async def patient_loop(store: MemoryStore) -> AsyncIterator[SchedulerLoop]:
+    scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
+                              SchedulerOptions(retry_initial=3600, retry_after=3600, workers=4))
+    task = asyncio.create_task(scheduler.run())
+    yield scheduler
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_cluster_serving_the_api_again_takes_failed_bindings_at_once(
+        store: MemoryStore, patient_loop: SchedulerLoop, rbs: Bindings) -> None:
+    await fail_over_to_a_backup_not_able_yet(store, rbs, DUPLICATED, {})
+    # Not the next retry (an hour away) but the cluster's status change brings the binding back.
+    await store.mutate(registry.CLUSTER, "", "member2", serve_deployments, status=True)
+    await rbs.wait("default/web-deployment", placed(("member2", 4)))
+
+
+async def test_a_failure_that_wrote_no_spec_is_retried(store: MemoryStore, loop: SchedulerLoop,
+                                                       rbs: Bindings) -> None:
+    await store.create(cluster("member1"))
+    await store.create(cluster("member2"))
+    member3 = cluster("member3")
+    del member3.status.api_enablements[:]
+    await store.create(member3)
+    spread = {"clusterAffinity": {"labelSelector": {"matchLabels": {"env": "prod"}}}, "replicaScheduling": DUPLICATED,
+              "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 2, "maxGroups": 2}]}
+    await store.create(rb("web", spread))
+    await rbs.wait("default/web-deployment", placed(("member1", 2), ("member2", 2)))
+
+    def demote(obj: Any) -> bool:
+        obj.metadata.labels["env"] = "dev"
+        return True
+
+    # Too few clusters for the spread: Unschedulable, spec.clusters left as they are (the
+    # generation this scheduler placed the binding at stays, and must not pass for settled).
+    await store.mutate(registry.CLUSTER, "", "member2", demote)
+    await rbs.wait("default/web-deployment", scheduled("Unschedulable"))
+    await store.mutate(registry.CLUSTER, "", "member3", serve_deployments, status=True)
+    await rbs.wait("default/web-deployment", placed(("member1", 2), ("member3", 2)))

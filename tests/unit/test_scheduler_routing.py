@@ -8,7 +8,14 @@ from flotilla.api import codec
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.manager import WatchEvent
 from flotilla.store.informer import EventType
-from services.scheduler.reconciler import binding_keys, bindings_affected_by_cluster, cluster_change_matters
+from services.scheduler.reconciler import (
+    binding_keys,
+    bindings_affected_by_cluster,
+    bindings_not_scheduled,
+    cluster_change_matters,
+    cluster_status_matters,
+    retry_delay,
+)
 from tests.unit.cache_fake import Cache
 
 ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
@@ -51,3 +58,36 @@ def test_a_cluster_change_reaches_bindings_it_may_move() -> None:
 
 def test_a_binding_is_its_own_key() -> None:
     assert binding_keys(WatchEvent(ADDED, rb("x"))) == ["default/x"]
+
+
+def status(ready: str = "True", apis: bool = True) -> cluster_pb2.Cluster:
+    c = cluster()
+    c.status.conditions.add(type="Ready", status=ready)
+    if apis:
+        c.status.api_enablements.add(group_version="apps/v1").resources.add(name="deployments", kind="Deployment")
+    return c
+
+
+@pytest.mark.parametrize(("event", "matters"), [
+    (WatchEvent(MODIFIED, status(apis=True), status(apis=False)), True),
+    (WatchEvent(MODIFIED, status(ready="True"), status(ready="False")), True),
+    (WatchEvent(MODIFIED, status(), status()), False),  # a new resource summary, say
+    (WatchEvent(ADDED, status()), False),
+    (WatchEvent(MODIFIED, cluster(2), cluster(1)), False),  # cluster_change_matters' to handle
+])
+def test_which_cluster_status_changes_matter(event: WatchEvent[Any], matters: bool) -> None:
+    assert cluster_status_matters(event) is matters
+
+
+def test_a_cluster_status_change_reaches_the_bindings_not_scheduled() -> None:
+    failed, placed = rb("failed"), rb("placed")
+    failed.status.conditions.add(type="Scheduled", status="False", reason="NoClusterFit")
+    placed.status.conditions.add(type="Scheduled", status="True", reason="Success")
+    bindings = Cache([failed, placed, rb("new")])
+    event = WatchEvent(MODIFIED, status(apis=True), status(apis=False))
+    assert bindings_not_scheduled(bindings)(event) == ["default/failed"]
+
+
+def test_retries_back_off_to_the_longest_wait() -> None:
+    assert [retry_delay(n, 1.0, 30.0) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
+    assert retry_delay(10_000, 1.0, 30.0) == 30
