@@ -211,7 +211,9 @@ class Watcher:
         followed = self.followed.get(f"{rb.metadata.namespace}/{rb.metadata.name}")
         if followed is not None and kind != EventType.DELETED:
             followed.see(rb, time.monotonic())
-            self.changed.set()
+        # Every binding's change wakes the waits: the rollout's waits on all of them, and woken
+        # only by members' status the last report of a quiet plane waited out the whole timeout.
+        self.changed.set()
 
     def start(self, victim: str, followed: dict[str, Followed]) -> None:
         self.victim, self.followed = victim, followed

@@ -8,7 +8,10 @@ from collections import Counter
 
 import pytest
 
+from flotilla.api.v1 import work_pb2
+from flotilla.benchmarks import failover
 from flotilla.benchmarks.failover import BenchError, Layout
+from flotilla.store.informer import EventType
 
 
 def test_the_victims_hold_their_share_and_every_member_fits() -> None:
@@ -27,3 +30,13 @@ def test_too_few_clusters_or_bindings_are_refused() -> None:
         Layout.plan(1, 10, [1])
     with pytest.raises(BenchError, match="--bindings"):
         Layout.plan(5, 50, [10, 100])
+
+
+async def test_a_change_to_any_binding_wakes_the_waits() -> None:
+    """The rollout waits on every binding, not only the followed ones of a failover: woken only
+    by members' status, the last Healthy report of a quiet plane waited out the whole timeout."""
+    watcher = failover.Watcher()
+    rb = work_pb2.ResourceBinding()
+    rb.metadata.namespace, rb.metadata.name = "bench", "app-00001-deployment"
+    await watcher.on_binding(EventType.MODIFIED, rb, None)
+    assert watcher.changed.is_set()
