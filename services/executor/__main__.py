@@ -13,10 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from flotilla.api.v1 import cluster_pb2
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
@@ -53,7 +55,11 @@ async def lead_controller(ctx: ServiceContext) -> None:
     args = ctx.args
     # One manager for both sides, so they share the Work informer.
     manager = ctx.manager()
-    clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout)
+    # Members' credentials from an informer: the execution side asks for its client at every
+    # apply and status read, a thousand times in a failover, and Secrets change rarely.
+    secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
+    clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout,
+                            credentials=CachedCredentials(ctx.store, secrets).load)
     ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
         status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
