@@ -6,18 +6,21 @@ count and lastTimestamp grow, as Kubernetes' event correlator does.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import logging
+from collections import OrderedDict
 
 from google.protobuf.message import Message
 
 from flotilla.api.v1 import core_pb2
-from flotilla.store.base import meta_of
+from flotilla.store.base import copy_of, meta_of
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError
 from flotilla.store.protocol import ObjectStore
 
 log = logging.getLogger(__name__)
 
+REMEMBERED_EVENTS = 1000
 NORMAL = "Normal"
 WARNING = "Warning"
 
@@ -43,6 +46,8 @@ class EventRecorder:
         self.host = host
         self._lease: int | None = None
         self._lease_granted = 0.0
+        # The events this recorder wrote last, newest at the end: a repeat updates its copy.
+        self._written: OrderedDict[tuple[str, str], core_pb2.Event] = OrderedDict()
 
     async def _current_lease(self) -> int:
         # Rotating the lease at half its TTL gives each event between ttl/2 and ttl
@@ -71,30 +76,46 @@ class EventRecorder:
         name = event_name(obj, reason, message)
         now = self.store.clock.now().replace(tzinfo=None, microsecond=0)
         lease = await self._current_lease()
+        # Most events are new (the name hashes the object's uid, reason and message), so the
+        # create is tried first: one round trip where a read before it made two. A repeat this
+        # recorder wrote itself is updated from its copy; a conflict reads it afresh.
+        stored = self._written.pop((namespace, name), None)
         for _ in range(3):
-            existing = await self.store.try_get(core_pb2.Event, namespace, name)
             try:
-                if existing is None:
-                    event = core_pb2.Event(api_version="v1", kind="Event", type=event_type,
-                                           reason=reason, message=message, count=1,
-                                           reporting_component=self.component)
-                    event.metadata.name = name
-                    event.metadata.namespace = namespace
-                    ref = event.involved_object
-                    ref.kind, ref.api_version = _kind(obj)
-                    ref.namespace, ref.name, ref.uid = meta.namespace, meta.name, meta.uid
-                    event.source.component = self.component
-                    event.source.host = self.host
-                    event.first_timestamp.FromDatetime(now)
-                    event.last_timestamp.FromDatetime(now)
-                    await self.store.create(event, lease=lease)
+                if stored is None:
+                    written = await self.store.create(self._new_event(obj, event_type, reason, message, now),
+                                                      lease=lease)
                 else:
-                    existing.count += 1
-                    existing.last_timestamp.FromDatetime(now)
-                    await self.store.update(existing, lease=lease)
-                return
+                    repeat = copy_of(stored)
+                    repeat.count += 1
+                    repeat.last_timestamp.FromDatetime(now)
+                    written = await self.store.update(repeat, lease=lease, original=stored)
             except (AlreadyExists, Conflict, NotFound):
+                stored = await self.store.try_get(core_pb2.Event, namespace, name)
                 continue
+            self._remember(namespace, name, written)
+            return
+
+    def _new_event(self, obj: Message, event_type: str, reason: str, message: str,
+                   now: datetime.datetime) -> core_pb2.Event:
+        meta = meta_of(obj)
+        event = core_pb2.Event(api_version="v1", kind="Event", type=event_type, reason=reason, message=message,
+                               count=1, reporting_component=self.component)
+        event.metadata.name = event_name(obj, reason, message)
+        event.metadata.namespace = meta.namespace or "default"
+        ref = event.involved_object
+        ref.kind, ref.api_version = _kind(obj)
+        ref.namespace, ref.name, ref.uid = meta.namespace, meta.name, meta.uid
+        event.source.component = self.component
+        event.source.host = self.host
+        event.first_timestamp.FromDatetime(now)
+        event.last_timestamp.FromDatetime(now)
+        return event
+
+    def _remember(self, namespace: str, name: str, event: core_pb2.Event) -> None:
+        self._written[(namespace, name)] = event
+        while len(self._written) > REMEMBERED_EVENTS:
+            self._written.popitem(last=False)
 
 
 async def events_for(store: ObjectStore, obj: Message) -> list[core_pb2.Event]:
