@@ -10,11 +10,15 @@ reading afresh each time.
 A copy can lag behind this writer's own last write to the object; deciding from it that there is
 nothing to do could skip a write that is due (a status gone A -> B -> A while the informer still
 shows A). So the writer remembers, per object, the revision it last wrote, and does not trust a
-copy older than that until the informer has caught up.
+copy older than that until the informer has caught up. While it lags, the writer starts from the
+version it wrote itself, when it still has it: a binding's status is written again and again as
+its Works report in quick succession, and each of those writes read the binding afresh before.
+Whatever someone else wrote since fails the compare-and-swap, and its event brings the key back.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -22,9 +26,10 @@ from google.protobuf.message import Message
 
 from flotilla.api import keys
 from flotilla.store import Conflict, ObjectStore
-from flotilla.store.base import ResourceRef, copy_of, meta_of
+from flotilla.store.base import ResourceRef, copy_of, meta_of, resource_type_of
 
 M = TypeVar("M", bound=Message)
+REMEMBERED = 1000
 
 
 class CachedStatusWriter:
@@ -32,25 +37,45 @@ class CachedStatusWriter:
         self.store = store
         # object key -> the revision this writer last wrote, while the informer is behind it.
         self._written: dict[str, int] = {}
+        # The last objects written, newest at the end, as written (a bounded cache: a key that
+        # falls out of it is read afresh, as before).
+        self._last: OrderedDict[str, Message] = OrderedDict()
 
     async def mutate(self, ref: ResourceRef[M], namespace: str, name: str, cached: M | None,
                      change: Callable[[M], bool | None]) -> M:
         """As `store.mutate(ref, namespace, name, change, status=True)`, first trying `change` on
         `cached` (an informer's copy, left untouched). NotFound as `mutate` raises it."""
-        key = keys.object_key(namespace, name)
-        if cached is None:
-            self._written.pop(key, None)
-        elif int(meta_of(cached).resource_version or 0) >= self._written.get(key, 0):
-            self._written.pop(key, None)
-            obj = copy_of(cached)
+        # By resource too: one writer serves bindings and templates, whose names can meet.
+        key = f"{resource_type_of(ref).resource}/{keys.object_key(namespace, name)}"
+        base = self._base(key, cached)
+        if base is not None:
+            obj = copy_of(base)
             if change(obj) is False:
-                return cached
+                return base
             try:
-                return self._wrote(key, await self.store.update_status(obj, original=cached))
+                return self._wrote(key, await self.store.update_status(obj, original=base))
             except Conflict:
                 pass
         return self._wrote(key, await self.store.mutate(ref, namespace, name, change, status=True))
 
+    def _base(self, key: str, cached: M | None) -> M | None:
+        """What to start from: the informer's copy, or this writer's own newer version; None for a
+        fresh read."""
+        last = self._last.pop(key, None)
+        if cached is None:
+            self._written.pop(key, None)
+            return None
+        if int(meta_of(cached).resource_version or 0) >= self._written.get(key, 0):
+            self._written.pop(key, None)
+            return cached
+        if last is not None and meta_of(last).resource_version == str(self._written[key]):
+            mine: M = last  # type: ignore[assignment]  # written under this key, so of its type
+            return mine
+        return None
+
     def _wrote(self, key: str, written: M) -> M:
         self._written[key] = int(meta_of(written).resource_version or 0)
+        self._last[key] = copy_of(written)  # the caller may edit what it is handed
+        while len(self._last) > REMEMBERED:
+            self._last.popitem(last=False)
         return written

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
 from flotilla.store import MemoryStore
-from flotilla.store.base import copy_of
+from flotilla.store.base import KeyValue, copy_of
 from services.executor.cached_write import CachedStatusWriter
 
 
@@ -54,3 +54,57 @@ async def test_a_copy_older_than_its_own_last_write_is_not_trusted_to_say_nothin
     # The informer still shows the version with "a": judged on it, "a" would need no write.
     await writer.mutate(registry.WORK, "karmada-es-member1", "w", with_a, set_message("a"))
     assert message(await store.get(registry.WORK, "karmada-es-member1", "w")) == "a"
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def _kv_get(self, key: str) -> KeyValue | None:
+        self.reads += 1
+        return await super()._kv_get(key)
+
+
+async def test_while_the_informer_lags_its_own_last_write_is_the_base_without_a_read() -> None:
+    store = CountingStore()
+    first = await store.create(work())
+    writer = CachedStatusWriter(store)
+    await writer.mutate(registry.WORK, "karmada-es-member1", "w", first, set_message("a"))
+    # The informer still shows `first`; the next write starts from the writer's own "a".
+    await writer.mutate(registry.WORK, "karmada-es-member1", "w", first, set_message("b"))
+    assert store.reads == 0
+    assert message(await store.get(registry.WORK, "karmada-es-member1", "w")) == "b"
+    # ... and "nothing to do" is judged on that version too.
+    unchanged = await writer.mutate(registry.WORK, "karmada-es-member1", "w", first, set_message("b"))
+    assert message(unchanged) == "b" and store.reads == 1  # the one read is the assertion's get
+
+
+async def test_its_own_last_write_overtaken_by_another_writer_falls_back_to_a_fresh_read() -> None:
+    store = CountingStore()
+    first = await store.create(work())
+    writer = CachedStatusWriter(store)
+    mine = await writer.mutate(registry.WORK, "karmada-es-member1", "w", first, set_message("a"))
+    theirs = copy_of(mine)
+    set_message("theirs")(theirs)
+    await store.update_status(theirs)
+    await writer.mutate(registry.WORK, "karmada-es-member1", "w", first, set_message("b"))
+    assert message(await store.get(registry.WORK, "karmada-es-member1", "w")) == "b"
+
+
+async def test_objects_of_two_resources_with_one_name_are_remembered_apart() -> None:
+    store = CountingStore()
+    the_work = await store.create(work("same"))
+    binding = work_pb2.ResourceBinding()
+    binding.metadata.namespace, binding.metadata.name = "karmada-es-member1", "same"
+    the_binding = await store.create(binding)
+    writer = CachedStatusWriter(store)
+    await writer.mutate(registry.WORK, "karmada-es-member1", "same", the_work, set_message("a"))
+
+    def scheduled(obj: work_pb2.ResourceBinding) -> bool:
+        obj.status.scheduler_observed_generation = 7
+        return True
+
+    # The binding's informer copy is current: the Work written above must not stand in for it.
+    written = await writer.mutate(registry.RESOURCE_BINDING, "karmada-es-member1", "same", the_binding, scheduled)
+    assert isinstance(written, work_pb2.ResourceBinding) and written.status.scheduler_observed_generation == 7
