@@ -39,7 +39,7 @@ from flotilla.runtime.tracecontext import context_from, failover_attributes, tra
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.executor import metrics, works
+from services.executor import cached_read, metrics, works
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class BindingReconciler:
     @timed(metrics.BINDING_SYNC_WORK_DURATION)
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
-        binding = await self._read(self.bindings.get(rt.kind), rt, namespace, name)
+        binding = await cached_read.read(self.store, self.bindings.get(rt.kind), rt, namespace, name)
         existing = works_of(self.works, key, binding)
         done = _Pass()
         if binding is None:
@@ -181,16 +181,8 @@ class BindingReconciler:
             log.warning("event=skip-binding binding=%s reason=NotATemplateKind", bindings.key_of(binding))
             return None
         resource = binding.spec.resource
-        return await self._read(self.templates.get(rt.resource), rt, resource.namespace, resource.name)
-
-    async def _read(self, informer: Informer[M] | None, rt: ResourceType[M], namespace: str, name: str) -> M | None:
-        """From the informer when it is synced: the event that brought this key here is in it
-        already, and a later version brings the key back. (Read from etcd, the binding and the
-        template were two round trips of every pass; in a failover of 1,000 bindings the new
-        Works were created a median 39 s after their placement, queued at this controller.)"""
-        if informer is not None and informer.synced:
-            return informer.get(keys.object_key(namespace, name))
-        return await self.store.try_get(rt, namespace, name)
+        return await cached_read.read(self.store, self.templates.get(rt.resource), rt, resource.namespace,
+                                      resource.name)
 
     @contextlib.contextmanager
     def _span(self, binding: Binding, key: str, desired: list[work_pb2.Work]) -> Iterator[str]:

@@ -91,10 +91,11 @@ class ExecutorControllers:
 
         self.detector = manager.controller("detector", TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
-            DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption")), events),
+            DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption")), events,
+            self.templates, self.bindings),
             workers=config.workers)
         self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(
-            store, clock, self.bindings[RB], config.gate("PropagateDeps")), workers=config.workers)
+            store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates), workers=config.workers)
         self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
         self.binding_controller = manager.controller("binding", BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,

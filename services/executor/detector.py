@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -38,7 +39,7 @@ from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.executor import dependencies, policy_match, works
+from services.executor import cached_read, dependencies, policy_match, works
 from services.executor.binding_controller import template_type
 
 log = logging.getLogger(__name__)
@@ -176,6 +177,8 @@ class TemplateReconciler:
         cluster_policies: Informer[policy_pb2.ClusterPropagationPolicy],
         config: DetectorConfig | None = None,
         events: EventRecorder | None = None,
+        templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None,
+        bindings: Mapping[str, Informer[Binding]] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -183,6 +186,10 @@ class TemplateReconciler:
         self.cluster_policies = cluster_policies
         self.config = config or DetectorConfig()
         self.events = events
+        # Template informers by etcd resource and binding informers by kind, as the executor
+        # starts them (controllers.py); what is missing or not yet synced is read from etcd.
+        self.templates = templates if templates is not None else {}
+        self.bindings = bindings if bindings is not None else {}
 
     async def reconcile(self, key: str) -> Result | None:
         api_version, kind, namespace, name = parse_template_key(key)
@@ -192,12 +199,25 @@ class TemplateReconciler:
             return None
         if not rt.is_template:
             return None
+        # From the informers first; a decision made on a copy that has changed since fails its
+        # compare-and-swap, and is made again on what etcd holds.
+        for fresh in (False, True):
+            try:
+                return await self._decide(key, rt, kind, namespace, name, fresh)
+            except (Conflict, AlreadyExists):
+                continue
+        # Someone keeps writing the binding: decide again on what is there next time.
+        return Result(requeue_after=0)
+
+    async def _decide(self, key: str, rt: ResourceType[meta_pb2.Unstructured], kind: str, namespace: str,
+                      name: str, fresh: bool) -> Result | None:
         binding_kind = RESOURCE_BINDING if rt.namespaced else CLUSTER_RESOURCE_BINDING
         binding_rt: ResourceType[Binding] = binding_kind.resource_type
         binding_namespace = namespace if rt.namespaced else ""
         binding_name = keys.binding_name(name, kind)
-        template: meta_pb2.Unstructured | None = await self.store.try_get(rt, namespace, name)
-        binding = await self.store.try_get(binding_rt, binding_namespace, binding_name)
+        template = await cached_read.read(self.store, self.templates.get(rt.resource), rt, namespace, name, fresh)
+        binding = await cached_read.read(self.store, self.bindings.get(binding_rt.kind), binding_rt,
+                                         binding_namespace, binding_name, fresh)
         if binding is not None and not binds(binding, kind, namespace, name):
             log.warning("event=skip-template template=%s reason=BindingNameTaken binding=%s", key, binding_name)
             return None
@@ -205,7 +225,9 @@ class TemplateReconciler:
         if binding is not None and (template is None or gone or owner_replaced(binding, template)):
             if not works.is_deleting(binding):
                 with contextlib.suppress(NotFound):
-                    await self.store.delete(binding_rt, binding_namespace, binding_name)
+                    # The version read, so a binding made since for a new template is not the one deleted.
+                    await self.store.delete(binding_rt, binding_namespace, binding_name,
+                                            resource_version=binding.metadata.resource_version)
                 log.info("event=delete-binding template=%s binding=%s reason=%s", key, binding_name,
                          "TemplateDeleted" if gone else "TemplateReplaced")
             # Its deletion event brings the template back here, to bind a replaced template anew.
@@ -219,16 +241,12 @@ class TemplateReconciler:
             template, self.policies.by_index(NAMESPACE_INDEX, namespace), self.cluster_policies.list(),
             claim, self.config.preemption,
         )
-        try:
-            if policy is None:
-                if binding is not None and claim is not None:
-                    await self.store.update(unclaimed(binding))
-                    log.info("event=unclaim-binding template=%s binding=%s policy=%s", key, binding_name, claim.key)
-                return None
-            written = await self._apply(template, policy, binding, binding_rt)
-        except (Conflict, AlreadyExists):
-            # Someone wrote the binding since it was read: decide again on what is there now.
-            return Result(requeue_after=0)
+        if policy is None:
+            if binding is not None and claim is not None:
+                await self.store.update(unclaimed(binding), original=binding)
+                log.info("event=unclaim-binding template=%s binding=%s policy=%s", key, binding_name, claim.key)
+            return None
+        written = await self._apply(template, policy, binding, binding_rt)
         if written and self.events is not None:
             await self.events.normal(template, "ApplyPolicySucceed", f"Apply policy({_describe(policy)}) succeed")
         return None
@@ -249,7 +267,7 @@ class TemplateReconciler:
             merged.metadata.labels[label] = str(uuid.uuid4())
         if merged == binding:
             return False
-        await self.store.update(merged)
+        await self.store.update(merged, original=binding)
         log.info("event=update-binding template=%s binding=%s policy=%s", key, merged.metadata.name, policy_key(policy))
         return True
 
@@ -261,17 +279,20 @@ def _describe(policy: policy_match.Policy) -> str:
 class DependencyReconciler:
     """Karmada's dependencies distributor, for ResourceBindings (dependents are namespaced)."""
 
-    def __init__(self, store: ObjectStore, clock: Clock, bindings: Informer[Binding], enabled: bool = True) -> None:
+    def __init__(self, store: ObjectStore, clock: Clock, bindings: Informer[Binding], enabled: bool = True,
+                 templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None) -> None:
         self.store = store
         self.clock = clock
         self.bindings = bindings
         self.enabled = enabled
+        self.templates = templates if templates is not None else {}
 
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
         if rt is not registry.RESOURCE_BINDING:
             return None
-        independent = await self.store.try_get(registry.RESOURCE_BINDING, namespace, name)
+        found = await cached_read.read(self.store, self.bindings, registry.RESOURCE_BINDING, namespace, name)
+        independent = found if isinstance(found, work_pb2.ResourceBinding) else None  # the informer holds RBs
         wanted = await self._dependents(independent)
         retry = False
         for binding_name, dependent in wanted.items():
@@ -290,12 +311,15 @@ class DependencyReconciler:
             return {}
         rt = template_type(independent)
         resource = independent.spec.resource
-        template = await self.store.try_get(rt, resource.namespace, resource.name) if rt is not None else None
+        template = (await cached_read.read(self.store, self.templates.get(rt.resource), rt, resource.namespace,
+                                           resource.name) if rt is not None else None)
         if template is None:
             return {}
         found = {}
         for dep in dependencies.dependencies(template):
-            dependent = await self.store.try_get(registry.for_kind(dep.api_version, dep.kind), dep.namespace, dep.name)
+            dep_rt = registry.for_kind(dep.api_version, dep.kind)
+            dependent = await cached_read.read(self.store, self.templates.get(dep_rt.resource), dep_rt,
+                                               dep.namespace, dep.name)
             # A dependent created later brings this binding back here (the informers' dependency index).
             if dependent is not None:
                 found[keys.binding_name(dep.name, dep.kind)] = dependent
@@ -306,7 +330,8 @@ class DependencyReconciler:
         """Create or update the dependent's attached binding; True when it must be tried again later."""
         namespace = independent.metadata.namespace
         meta = dependent.metadata
-        existing = await self.store.try_get(registry.RESOURCE_BINDING, namespace, binding_name)
+        existing = await cached_read.read(self.store, self.bindings, registry.RESOURCE_BINDING, namespace,
+                                          binding_name)
         if existing is None:
             new = dependencies.attached_binding(independent, dependent, wellknown.RB_PERMANENT_ID_LABEL,
                                                 str(uuid.uuid4()))
