@@ -33,8 +33,14 @@ __all__ = ["Health", "MemberClient", "MemberError", "WatchEvent", "probe_health"
 # Watch events carrying large objects can exceed aiohttp's default read buffer (etcd's request
 # limit, and so an object's, is 1.5 MiB).
 _READ_BUFFER = 2**21
-# Parallel requests to one member (kubernetes_asyncio's default pool size).
+# Connections to one member (kubernetes_asyncio's default pool size): its watches, each holding
+# one, and its requests.
 _CONNECTIONS = 100
+# Requests to one member in flight at once, watches apart. Each opens a connection that is then
+# kept alive, and an HTTPS connection holds asyncio's 256 KiB read buffer: with the executor's
+# workers applying to every member at once, each member kept as many connections as there are
+# workers. A Kubernetes client multiplexes one HTTP/2 connection; a few HTTP/1.1 ones serve here.
+_REQUESTS = 4
 
 
 class MemberError(Exception):
@@ -81,6 +87,7 @@ class MemberClient:
         self.credentials = credentials
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._requests = asyncio.Semaphore(_REQUESTS)
         self._headers: dict[str, str] = {"User-Agent": f"flotilla/{flotilla.__version__}"}
         if credentials.token:
             self._headers["Authorization"] = f"Bearer {credentials.token}"
@@ -269,7 +276,7 @@ class MemberClient:
             headers["Content-Type"] = content_type or "application/json"
             data = json.dumps(body).encode()
         try:
-            async with self._session_().request(
+            async with self._requests, self._session_().request(
                 method, self._url(path), params=query, data=data, headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
             ) as response:

@@ -29,7 +29,7 @@ from flotilla.store import Conflict, ObjectStore
 from flotilla.store.base import ResourceRef, copy_of, meta_of, resource_type_of
 
 M = TypeVar("M", bound=Message)
-REMEMBERED = 1000
+REMEMBERED = 256  # the writes of the last moment or so: an informer lags by less
 
 
 class CachedStatusWriter:
