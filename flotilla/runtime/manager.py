@@ -99,6 +99,7 @@ class Manager:
         informer_factory: InformerFactory | None = None,
         logger: logging.Logger | None = None,
         events: EventRecorder | None = None,
+        compact_informers: bool = False,
     ) -> None:
         if store is None and informer_factory is None:
             raise ValueError("a manager needs a store or an informer factory")
@@ -106,6 +107,9 @@ class Manager:
         self._store = store
         self._new_informer = informer_factory or self._real_informer
         self._events = events
+        # Informers keeping objects as bytes (flotilla.store.informer): for a service that holds
+        # many large objects and reads few of them at a time.
+        self._compact = compact_informers
         self._on_unhealthy = on_unhealthy
         self._on_healthy = on_healthy
         self._backoff = backoff
@@ -134,7 +138,7 @@ class Manager:
                 await self._events.warning(stand_in(rt, etcd_key), UNDECODABLE_REASON,
                                            f"stored value at {etcd_key} cannot be decoded and is skipped: {error}")
 
-        return Informer(self._store, ref, namespace=namespace, on_undecodable=undecodable)
+        return Informer(self._store, ref, namespace=namespace, on_undecodable=undecodable, compact=self._compact)
 
     def informer(self, resource_type: ResourceRef[Msg], namespace: str | None = None) -> Informer[Msg]:
         """The informer of a resource (in one namespace, or all), made on first use.

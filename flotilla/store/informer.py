@@ -19,7 +19,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Generic, TypeAlias, TypeVar
+from typing import Generic, NamedTuple, TypeAlias, TypeVar
 
 from google.protobuf.message import Message
 from prometheus_client import Counter
@@ -61,6 +61,13 @@ IndexFunc: TypeAlias = Callable[[M], builtins.list[str]]
 UndecodableCallback: TypeAlias = Callable[[str, str], Awaitable[None] | None]
 
 
+class _Packed(NamedTuple):
+    """An object as stored: its bytes and the revision that wrote them (its resourceVersion)."""
+
+    revision: int
+    value: bytes
+
+
 class Informer(Generic[M]):
     def __init__(
         self,
@@ -69,12 +76,17 @@ class Informer(Generic[M]):
         namespace: str | None = None,
         retry_backoff: tuple[float, float] = (0.05, 2.0),
         on_undecodable: UndecodableCallback | None = None,
+        compact: bool = False,
     ) -> None:
         self.store = store
         self.rt = resource_type_of(ref)
         self.namespace = namespace
         self.prefix = keys.etcd_prefix(self.rt.resource, namespace if self.rt.namespaced else None)
-        self._cache: dict[str, M] = {}
+        # compact: each object is kept as its stored bytes and decoded when read, at about a third
+        # of the memory of the decoded message (tens of MiB per ten thousand objects) for a few
+        # microseconds per read. Every read then hands out a copy of its own.
+        self._compact = compact
+        self._cache: dict[str, M | _Packed] = {}
         self._indexers: dict[str, IndexFunc[M]] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
         self._handlers: builtins.list[Handler[M]] = []
@@ -94,24 +106,25 @@ class Informer(Generic[M]):
     def add_indexer(self, name: str, func: IndexFunc[M]) -> None:
         self._indexers[name] = func
         index: dict[str, set[str]] = {}
-        for key, obj in self._cache.items():
-            for value in func(obj):
+        for key, entry in self._cache.items():
+            for value in func(self._unpacked(entry)):
                 index.setdefault(value, set()).add(key)
         self._indices[name] = index
 
     # -- cache reads ------------------------------------------------------
 
     def get(self, key: str) -> M | None:
-        return self._cache.get(key)
+        entry = self._cache.get(key)
+        return None if entry is None else self._unpacked(entry)
 
     def list(self) -> builtins.list[M]:
-        return builtins.list(self._cache.values())
+        return [self._unpacked(entry) for entry in self._cache.values()]
 
     def keys(self) -> builtins.list[str]:
         return builtins.list(self._cache)
 
     def by_index(self, name: str, value: str) -> builtins.list[M]:
-        return [self._cache[k] for k in sorted(self._indices[name].get(value, ()))]
+        return [self._unpacked(self._cache[k]) for k in sorted(self._indices[name].get(value, ()))]
 
     @property
     def synced(self) -> bool:
@@ -155,7 +168,7 @@ class Informer(Generic[M]):
             old = self._cache.get(key)
             if old is None:
                 await self._apply(EventType.ADDED, key, obj)
-            elif meta_of(old).resource_version != meta_of(obj).resource_version:
+            elif self._version(old) != meta_of(obj).resource_version:
                 await self._apply(EventType.MODIFIED, key, obj)
         # Corrupt keys are absent from `fresh`, so a cached object under one goes as deleted below.
         for etcd_key in result.undecodable:
@@ -189,7 +202,7 @@ class Informer(Generic[M]):
             return
         self._undecodable.discard(event.key)
         kind = EventType.MODIFIED if key in self._cache else EventType.ADDED
-        await self._apply(kind, key, obj)
+        await self._apply(kind, key, obj, _Packed(event.revision, event.value))
 
     async def _report_undecodable(self, etcd_key: str, error: str) -> None:
         log.warning("event=undecodable resource=%s key=%s error=%s", self.rt.resource, etcd_key, error)
@@ -211,15 +224,28 @@ class Informer(Generic[M]):
             return f"{self.namespace}/{rest}"
         return rest
 
-    async def _apply(self, kind: EventType, key: str, obj: M | None) -> None:
-        old = self._cache.get(key)
+    def _unpacked(self, entry: M | _Packed) -> M:
+        if isinstance(entry, _Packed):
+            return decode_object(self.rt, entry.value, entry.revision)
+        return entry
+
+    @staticmethod
+    def _version(entry: M | _Packed) -> str:
+        return str(entry.revision) if isinstance(entry, _Packed) else meta_of(entry).resource_version
+
+    async def _apply(self, kind: EventType, key: str, obj: M | None, packed: _Packed | None = None) -> None:
+        entry = self._cache.get(key)
+        old = None if entry is None else self._unpacked(entry)
         if kind == EventType.DELETED:
             if old is None:
                 return
             self._cache.pop(key)
         else:
             assert obj is not None
-            self._cache[key] = obj
+            if self._compact:
+                self._cache[key] = packed or _Packed(int(meta_of(obj).resource_version), obj.SerializeToString())
+            else:
+                self._cache[key] = obj
         for name, func in self._indexers.items():
             index = self._indices[name]
             if old is not None:

@@ -53,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def lead_controller(ctx: ServiceContext) -> None:
     args = ctx.args
-    # One manager for both sides, so they share the Work informer.
-    manager = ctx.manager()
+    # One manager for both sides, so they share the Work informer. Its informers keep ten
+    # thousand Works, bindings and templates each at scale, as bytes: a third of the memory.
+    manager = ctx.manager(compact_informers=True)
     # Members' credentials from an informer: the execution side asks for its client at every
     # apply and status read, a thousand times in a failover, and Secrets change rarely.
     secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)

@@ -75,7 +75,7 @@ class ExecutorControllers:
                  events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
                  manager: Manager | None = None) -> None:
         self.config = config = config or ExecutorConfig()
-        self.manager = manager = manager or Manager(store, clock)
+        self.manager = manager = manager or Manager(store, clock, compact_informers=True)
         self.policies = manager.informer(registry.PROPAGATION_POLICY)
         self.policies.add_indexer(NAMESPACE_INDEX, lambda p: [p.metadata.namespace])
         self.cluster_policies = manager.informer(registry.CLUSTER_PROPAGATION_POLICY)

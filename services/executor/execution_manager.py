@@ -28,7 +28,7 @@ class ExecutionManager:
                  serves: Callable[[cluster_pb2.Cluster], bool], *, only_cluster: str | None = None,
                  status_resync: float = 300.0, workers: int = 16, interpreter_timeout: float = 1.0,
                  events: EventRecorder | None = None, manager: Manager | None = None) -> None:
-        self.manager = manager = manager or Manager(store, clock)
+        self.manager = manager = manager or Manager(store, clock, compact_informers=True)
         namespace = execution_namespace(only_cluster) if only_cluster else None
         self.works = manager.informer(registry.WORK, namespace=namespace)
         self.works.add_indexer(routing.WORK_NAMESPACE_INDEX, lambda w: [w.metadata.namespace])

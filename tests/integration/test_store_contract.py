@@ -262,9 +262,9 @@ async def test_concurrent_read_modify_write_loses_no_update(backend: Backend) ->
     assert unchanged.metadata.resource_version == final.metadata.resource_version
 
 
-async def test_objects_on_a_revoked_lease_go_with_it(backend: Backend) -> None:
+async def test_objects_on_a_revoked_lease_go_with_it(backend: Backend, compact: bool) -> None:
     store = backend.store
-    informer = Informer(store, cluster_pb2.Cluster)
+    informer = Informer(store, cluster_pb2.Cluster, compact=compact)
     rec = Recorder()
     informer.add_handler(rec)
     async with running(informer):
@@ -298,6 +298,12 @@ class Recorder:
             await self._changed.wait_for(lambda: len(self.seen) >= count)
 
 
+@pytest.fixture(params=[False, True], ids=["decoded", "compact"])
+def compact(request: pytest.FixtureRequest) -> bool:
+    """Informers keeping decoded objects, and keeping bytes (the executor's)."""
+    return bool(request.param)
+
+
 @contextlib.asynccontextmanager
 async def running(informer: Informer[Any]) -> AsyncIterator[asyncio.Task[None]]:
     task = asyncio.create_task(informer.run())
@@ -326,10 +332,10 @@ def _binding(namespace: str, name: str, n: str = "") -> work_pb2.ResourceBinding
     return rb
 
 
-async def test_informer_cache_index_and_events(backend: Backend) -> None:
+async def test_informer_cache_index_and_events(backend: Backend, compact: bool) -> None:
     store = backend.store
     await store.create(make_cluster("a", region="eu"))
-    informer = Informer(store, registry.CLUSTER)
+    informer = Informer(store, registry.CLUSTER, compact=compact)
     informer.add_indexer("region", lambda o: [o.metadata.labels.get("region", "")])
     rec = Recorder()
     informer.add_handler(rec)
@@ -350,9 +356,28 @@ async def test_informer_cache_index_and_events(backend: Backend) -> None:
     ]
 
 
-async def test_a_failing_handler_stops_nothing(backend: Backend) -> None:
+async def test_a_compact_informer_hands_out_copies_at_their_resource_version(backend: Backend) -> None:
     store = backend.store
-    informer = Informer(store, cluster_pb2.Cluster)
+    created = await store.create(make_cluster("a", region="eu"))
+    informer = Informer(store, registry.CLUSTER, compact=True)
+    async with running(informer):
+        got = informer.get("a")
+        assert got is not None and got.metadata.resource_version == created.metadata.resource_version
+        got.metadata.labels["region"] = "edited"
+        again = informer.get("a")
+        assert again is not None and again.metadata.labels["region"] == "eu"
+        # A handler's previous version is decoded from the bytes too.
+        rec = Recorder()
+        informer.add_handler(rec)
+        await bump(store, "a", 1)
+        await rec.wait_for(1)
+        fresh = informer.get("a")
+        assert fresh is not None and int(fresh.metadata.resource_version) > int(created.metadata.resource_version)
+
+
+async def test_a_failing_handler_stops_nothing(backend: Backend, compact: bool) -> None:
+    store = backend.store
+    informer = Informer(store, cluster_pb2.Cluster, compact=compact)
 
     def broken(kind: EventType, obj: cluster_pb2.Cluster, old: cluster_pb2.Cluster | None) -> None:
         raise RuntimeError("handler bug")
@@ -367,9 +392,9 @@ async def test_a_failing_handler_stops_nothing(backend: Backend) -> None:
     assert [s[1] for s in rec.seen] == ["a", "b"]
 
 
-async def test_namespaced_informer_keys(backend: Backend) -> None:
+async def test_namespaced_informer_keys(backend: Backend, compact: bool) -> None:
     store = backend.store
-    informer = Informer(store, registry.RESOURCE_BINDING, namespace="team-a")
+    informer = Informer(store, registry.RESOURCE_BINDING, namespace="team-a", compact=compact)
     async with running(informer):
         await store.create(_binding("team-ab", "other"))
         await store.create(_binding("team-a", "rb1"))
@@ -379,9 +404,9 @@ async def test_namespaced_informer_keys(backend: Backend) -> None:
         assert informer.keys() == ["team-a/rb1"]
 
 
-async def test_informer_resumes_after_a_broken_watch_exactly_once(private_backend: Backend) -> None:
+async def test_informer_resumes_after_a_broken_watch_exactly_once(private_backend: Backend, compact: bool) -> None:
     store = private_backend.store
-    informer = Informer(store, cluster_pb2.Cluster, retry_backoff=(0.02, 0.2))
+    informer = Informer(store, cluster_pb2.Cluster, retry_backoff=(0.02, 0.2), compact=compact)
     rec = Recorder()
     informer.add_handler(rec)
     expected: list[tuple[str, str, str]] = []
@@ -410,11 +435,11 @@ async def test_informer_resumes_after_a_broken_watch_exactly_once(private_backen
     assert informer.relists == 0
 
 
-async def test_informer_relists_after_compaction(private_backend: Backend) -> None:
+async def test_informer_relists_after_compaction(private_backend: Backend, compact: bool) -> None:
     store = private_backend.store
     for name in ("keep", "change", "gone"):
         await store.create(make_cluster(name))
-    informer = Informer(store, cluster_pb2.Cluster)
+    informer = Informer(store, cluster_pb2.Cluster, compact=compact)
     rec = Recorder()
     async with running(informer):
         pass
@@ -469,7 +494,7 @@ async def test_corrupt_value_get_list_and_delete(backend: Backend) -> None:
     assert (await store.list(registry.RESOURCE_BINDING)).undecodable == []
 
 
-async def test_informer_skips_corrupt_values_and_reports_each_write(backend: Backend) -> None:
+async def test_informer_skips_corrupt_values_and_reports_each_write(backend: Backend, compact: bool) -> None:
     store = backend.store
     await store.create(_binding("default", "a"))
     await backend.put_raw(BAD_KEY, GARBAGE)  # before the list
@@ -480,7 +505,7 @@ async def test_informer_skips_corrupt_values_and_reports_each_write(backend: Bac
         reported.append((key, error))
 
     before = undecodable_count()
-    informer = Informer(store, registry.RESOURCE_BINDING, on_undecodable=on_undecodable)
+    informer = Informer(store, registry.RESOURCE_BINDING, on_undecodable=on_undecodable, compact=compact)
     rec = Recorder()
     informer.add_handler(rec)
     async with running(informer):
@@ -508,12 +533,12 @@ async def test_informer_skips_corrupt_values_and_reports_each_write(backend: Bac
     assert sorted(informer.keys()) == ["default/a", "default/c", "default/d"]
 
 
-async def test_relist_reports_a_corrupt_key_once_and_drops_its_object(private_backend: Backend) -> None:
+async def test_relist_reports_a_corrupt_key_once_and_drops_its_object(private_backend: Backend, compact: bool) -> None:
     store = private_backend.store
     await store.create(_binding("default", "bad"))
     reported: list[str] = []
     informer = Informer(store, registry.RESOURCE_BINDING,
-                        on_undecodable=lambda key, error: reported.append(key))
+                        on_undecodable=lambda key, error: reported.append(key), compact=compact)
     rec = Recorder()
     async with running(informer):
         pass
