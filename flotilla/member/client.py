@@ -11,6 +11,7 @@ request; only JSON in and out is needed here.
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import base64
 import builtins
 import functools
@@ -41,6 +42,13 @@ _CONNECTIONS = 100
 # workers applying to every member at once, each member kept as many connections as there are
 # workers. A Kubernetes client multiplexes one HTTP/2 connection; a few HTTP/1.1 ones serve here.
 _REQUESTS = 4
+# asyncio gives every TLS connection a read buffer of SSLProtocol.max_size, 256 KiB, allocated
+# whole when the connection opens. A control plane keeps a watch and a few requests' connections
+# open to each of a hundred members: at 256 KiB that was some 50 MiB of mostly empty buffers in
+# the executor. Reads take 64 KiB at a time instead; a larger answer takes more of them.
+_TLS_READ_BUFFER = 64 * 1024
+if getattr(asyncio.sslproto.SSLProtocol, "max_size", 0) > _TLS_READ_BUFFER:
+    asyncio.sslproto.SSLProtocol.max_size = _TLS_READ_BUFFER
 
 
 class MemberError(Exception):

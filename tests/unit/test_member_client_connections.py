@@ -68,3 +68,9 @@ async def test_concurrent_requests_share_a_few_connections(server: tuple[Server,
         assert state.most == _REQUESTS and len(state.peers) <= _REQUESTS
     finally:
         await client.close()
+
+
+def test_tls_connections_read_into_a_64_kib_buffer_not_256() -> None:
+    import asyncio.sslproto
+
+    assert asyncio.sslproto.SSLProtocol.max_size == 64 * 1024
