@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 # Karmada polls a binding held by a Directly task every 5 s. Here the old Work's deletion event
 # brings the binding back; this is only a safety net.
 DIRECTLY_REQUEUE_SECONDS = 60.0
-DIRECTLY_PURGE_PENDING = DIRECTLY_PURGE_PENDING_CONDITION
 CLUSTER_NOT_READY = "ClusterNotReady"
 WORK_DELETING = "WorkDeleting"
 
@@ -257,15 +256,15 @@ class BindingReconciler:
 
     async def _report_pending(self, rt: ResourceType[Binding], binding: Binding, blocked: list[str]) -> None:
         """Set the DirectlyPurgePending condition while `blocked` is not empty, remove it after."""
-        if not blocked and get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING) is None:
+        if not blocked and get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION) is None:
             return
         reason, message = await self._pending_reason(blocked) if blocked else ("", "")
         now = self.clock.now()
 
         def change(obj: Binding) -> bool:
             if not blocked:
-                return remove_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING)
-            return set_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING, TRUE, reason, message, now,
+                return remove_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION)
+            return set_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION, TRUE, reason, message, now,
                                  obj.metadata.generation)
 
         with contextlib.suppress(NotFound):

@@ -15,10 +15,11 @@ from typing import Any
 from flotilla.api import codec, keys, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
+from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
 from flotilla.runtime.clock import Clock, FakeClock, RealClock
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
-from services.executor.binding_controller import DIRECTLY_PURGE_PENDING, DIRECTLY_REQUEUE_SECONDS
+from services.executor.binding_controller import DIRECTLY_REQUEUE_SECONDS
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from services.executor.works import DIRECTLY_PURGE_ANNOTATION
 from tests.factories import EXAMPLES_DIR, make_cluster
@@ -228,7 +229,7 @@ async def test_graceful_task_keeps_its_work_until_removed(store: ObjectStore) ->
 
 
 def pending(binding: Any) -> tuple[str, str, str] | None:
-    condition = get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING)
+    condition = get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION)
     return (condition.status, condition.reason, condition.message) if condition is not None else None
 
 
