@@ -29,6 +29,7 @@ from flotilla.store.base import (
     ResourceRef,
     WatchEvent,
     WatchKind,
+    copy_of,
     decode_object,
     meta_of,
     object_key_of,
@@ -95,6 +96,8 @@ class Informer(Generic[M]):
         self._on_undecodable = on_undecodable
         # etcd keys last seen holding garbage, so a relist does not report them again.
         self._undecodable: set[str] = set()
+        # Keys whose cached version was assumed (see `assume`) and not yet seen from the watch.
+        self._assumed: set[str] = set()
         self.revision = 0
         self.relists = 0
 
@@ -125,6 +128,27 @@ class Informer(Generic[M]):
 
     def by_index(self, name: str, value: str) -> builtins.list[M]:
         return [self._unpacked(self._cache[k]) for k in sorted(self._indices[name].get(value, ()))]
+
+    async def assume(self, written: M) -> None:
+        """Take a version this process has just written, ahead of the watch (client-go's
+        MutationCache does the same): the writer's own next step, which reads this cache, need
+        not wait for etcd's watch to echo the write back. `written` is what the store returned
+        (its resourceVersion the write's revision); a version older than the cached one is
+        ignored, and when the watch delivers this revision it is not reported again. Handlers
+        see it as any other change; for one key they never see a version go backwards, though
+        they may not see a version that someone else wrote in between."""
+        key = object_key_of(written)
+        revision = int(meta_of(written).resource_version or 0)
+        cached = self._cache.get(key)
+        if not self.synced or (cached is not None and int(self._version(cached)) >= revision):
+            return
+        kind = EventType.MODIFIED if cached is not None else EventType.ADDED
+        self._assumed.add(key)
+        await self._apply(kind, key, copy_of(written))
+
+    def _ahead(self, key: str, cached: M | _Packed, listed: M) -> bool:
+        """Whether the cache holds a version assumed since `listed` was read."""
+        return key in self._assumed and int(self._version(cached)) > int(meta_of(listed).resource_version or 0)
 
     @property
     def synced(self) -> bool:
@@ -168,15 +192,18 @@ class Informer(Generic[M]):
             old = self._cache.get(key)
             if old is None:
                 await self._apply(EventType.ADDED, key, obj)
-            elif self._version(old) != meta_of(obj).resource_version:
+            elif self._version(old) != meta_of(obj).resource_version and not self._ahead(key, old, obj):
                 await self._apply(EventType.MODIFIED, key, obj)
         # Corrupt keys are absent from `fresh`, so a cached object under one goes as deleted below.
         for etcd_key in result.undecodable:
             if etcd_key not in self._undecodable:
                 await self._report_undecodable(etcd_key, str(Undecodable(self.rt.kind, etcd_key)))
         self._undecodable = set(result.undecodable)
-        for key in [k for k in self._cache if k not in fresh]:
+        # A version assumed while the list was read is newer than the list, not gone.
+        for key in [k for k, entry in self._cache.items()
+                    if k not in fresh and not (k in self._assumed and int(self._version(entry)) > result.revision)]:
             await self._apply(EventType.DELETED, key, None)
+        self._assumed.clear()
         self.revision = result.revision
         self._synced.set()
 
@@ -201,7 +228,15 @@ class Informer(Generic[M]):
             await self._apply(EventType.DELETED, key, None)
             return
         self._undecodable.discard(event.key)
-        kind = EventType.MODIFIED if key in self._cache else EventType.ADDED
+        cached = self._cache.get(key)
+        if key in self._assumed and cached is not None:
+            assumed = int(self._version(cached))
+            if assumed == event.revision:
+                self._assumed.discard(key)  # the write assumed, reported when it was
+            if assumed >= event.revision:
+                return  # or one older than it
+            self._assumed.discard(key)
+        kind = EventType.MODIFIED if cached is not None else EventType.ADDED
         await self._apply(kind, key, obj, _Packed(event.revision, event.value))
 
     async def _report_undecodable(self, etcd_key: str, error: str) -> None:
@@ -237,6 +272,7 @@ class Informer(Generic[M]):
         entry = self._cache.get(key)
         old = None if entry is None else self._unpacked(entry)
         if kind == EventType.DELETED:
+            self._assumed.discard(key)
             if old is None:
                 return
             self._cache.pop(key)

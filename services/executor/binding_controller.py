@@ -217,7 +217,8 @@ class BindingReconciler:
             if stamp:
                 new.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
             try:
-                await self.store.create(new)
+                # Assumed at once, so the execution side applies it without waiting for the watch.
+                await self.works.assume(await self.store.create(new))
                 done.written.append(cluster)
                 log.info("event=create-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
                 return

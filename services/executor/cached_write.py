@@ -20,21 +20,25 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
 from flotilla.api import keys
 from flotilla.store import Conflict, ObjectStore
 from flotilla.store.base import ResourceRef, copy_of, meta_of, resource_type_of
+from flotilla.store.informer import Informer
 
 M = TypeVar("M", bound=Message)
 REMEMBERED = 256  # the writes of the last moment or so: an informer lags by less
 
 
 class CachedStatusWriter:
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, assume_into: Informer[Any] | None = None) -> None:
         self.store = store
+        # Written objects of its resource are assumed into this informer (Informer.assume), so
+        # the controllers reading it act on the write without waiting for the watch to bring it.
+        self.assume_into = assume_into
         # object key -> the revision this writer last wrote, while the informer is behind it.
         self._written: dict[str, int] = {}
         # The last objects written, newest at the end, as written (a bounded cache: a key that
@@ -53,10 +57,12 @@ class CachedStatusWriter:
             if change(obj) is False:
                 return base
             try:
-                return self._wrote(key, await self.store.update_status(obj, original=base))
+                written = await self.store.update_status(obj, original=base)
             except Conflict:
                 pass
-        return self._wrote(key, await self.store.mutate(ref, namespace, name, change, status=True))
+            else:
+                return await self._wrote(ref, key, written)
+        return await self._wrote(ref, key, await self.store.mutate(ref, namespace, name, change, status=True))
 
     def _base(self, key: str, cached: M | None) -> M | None:
         """What to start from: the informer's copy, or this writer's own newer version; None for a
@@ -73,7 +79,10 @@ class CachedStatusWriter:
             return mine
         return None
 
-    def _wrote(self, key: str, written: M) -> M:
+    async def _wrote(self, ref: ResourceRef[M], key: str, written: M) -> M:
+        informer = self.assume_into
+        if informer is not None and informer.rt.resource == resource_type_of(ref).resource:
+            await informer.assume(written)
         self._written[key] = int(meta_of(written).resource_version or 0)
         self._last[key] = copy_of(written)  # the caller may edit what it is handed
         while len(self._last) > REMEMBERED:

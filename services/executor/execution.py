@@ -80,7 +80,7 @@ class ExecutionReconciler:
         self.connect = connect
         self.serves = serves
         self.applied = applied or AppliedGenerations()
-        self.writer = CachedStatusWriter(store)
+        self.writer = CachedStatusWriter(store, assume_into=works)
 
     @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
     async def reconcile(self, key: str) -> Result | None:

@@ -88,7 +88,7 @@ class WorkStatusReconciler:
         self.interpreter = interpreter
         self.events = events
         self.applied = applied or AppliedGenerations()
-        self.writer = CachedStatusWriter(store)
+        self.writer = CachedStatusWriter(store, assume_into=works)
 
     def works_of(self, cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> list[str]:
         """The keys of the Works carrying these member objects."""
