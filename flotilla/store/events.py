@@ -83,8 +83,8 @@ class EventRecorder:
         for _ in range(3):
             try:
                 if stored is None:
-                    written = await self.store.create(self._new_event(obj, event_type, reason, message, now),
-                                                      lease=lease)
+                    written = await self.store.create(
+                        self._new_event(obj, namespace, name, event_type, reason, message, now), lease=lease)
                 else:
                     repeat = copy_of(stored)
                     repeat.count += 1
@@ -96,13 +96,12 @@ class EventRecorder:
             self._remember(namespace, name, written)
             return
 
-    def _new_event(self, obj: Message, event_type: str, reason: str, message: str,
+    def _new_event(self, obj: Message, namespace: str, name: str, event_type: str, reason: str, message: str,
                    now: datetime.datetime) -> core_pb2.Event:
         meta = meta_of(obj)
         event = core_pb2.Event(api_version="v1", kind="Event", type=event_type, reason=reason, message=message,
                                count=1, reporting_component=self.component)
-        event.metadata.name = event_name(obj, reason, message)
-        event.metadata.namespace = meta.namespace or "default"
+        event.metadata.name, event.metadata.namespace = name, namespace
         ref = event.involved_object
         ref.kind, ref.api_version = _kind(obj)
         ref.namespace, ref.name, ref.uid = meta.namespace, meta.name, meta.uid

@@ -140,15 +140,15 @@ class Informer(Generic[M]):
         key = object_key_of(written)
         revision = int(meta_of(written).resource_version or 0)
         cached = self._cache.get(key)
-        if not self.synced or (cached is not None and int(self._version(cached)) >= revision):
+        if not self.synced or (cached is not None and self._revision(cached) >= revision):
             return
         kind = EventType.MODIFIED if cached is not None else EventType.ADDED
         self._assumed.add(key)
         await self._apply(kind, key, copy_of(written))
 
-    def _ahead(self, key: str, cached: M | _Packed, listed: M) -> bool:
-        """Whether the cache holds a version assumed since `listed` was read."""
-        return key in self._assumed and int(self._version(cached)) > int(meta_of(listed).resource_version or 0)
+    def _ahead(self, key: str, cached: M | _Packed, listed: int) -> bool:
+        """Whether the cache holds a version assumed after a list read at revision `listed`."""
+        return key in self._assumed and self._revision(cached) > listed
 
     @property
     def synced(self) -> bool:
@@ -192,7 +192,8 @@ class Informer(Generic[M]):
             old = self._cache.get(key)
             if old is None:
                 await self._apply(EventType.ADDED, key, obj)
-            elif self._version(old) != meta_of(obj).resource_version and not self._ahead(key, old, obj):
+            elif (listed := int(meta_of(obj).resource_version or 0)) != self._revision(old) \
+                    and not self._ahead(key, old, listed):
                 await self._apply(EventType.MODIFIED, key, obj)
         # Corrupt keys are absent from `fresh`, so a cached object under one goes as deleted below.
         for etcd_key in result.undecodable:
@@ -201,7 +202,7 @@ class Informer(Generic[M]):
         self._undecodable = set(result.undecodable)
         # A version assumed while the list was read is newer than the list, not gone.
         for key in [k for k, entry in self._cache.items()
-                    if k not in fresh and not (k in self._assumed and int(self._version(entry)) > result.revision)]:
+                    if k not in fresh and not self._ahead(k, entry, result.revision)]:
             await self._apply(EventType.DELETED, key, None)
         self._assumed.clear()
         self.revision = result.revision
@@ -219,6 +220,16 @@ class Informer(Generic[M]):
             self._undecodable.discard(event.key)
             await self._apply(EventType.DELETED, key, None)
             return
+        cached = self._cache.get(key)
+        if key in self._assumed:
+            # The echo of an assumed write (or a version older than it): reported when assumed,
+            # and not decoded again.
+            if cached is not None and self._revision(cached) >= event.revision:
+                if self._revision(cached) == event.revision:
+                    self._assumed.discard(key)
+                self._undecodable.discard(event.key)  # what was written was a good value
+                return
+            self._assumed.discard(key)
         try:
             obj = decode_object(self.rt, event.value, event.revision, event.key)
         except Undecodable as e:
@@ -228,14 +239,6 @@ class Informer(Generic[M]):
             await self._apply(EventType.DELETED, key, None)
             return
         self._undecodable.discard(event.key)
-        cached = self._cache.get(key)
-        if key in self._assumed and cached is not None:
-            assumed = int(self._version(cached))
-            if assumed == event.revision:
-                self._assumed.discard(key)  # the write assumed, reported when it was
-            if assumed >= event.revision:
-                return  # or one older than it
-            self._assumed.discard(key)
         kind = EventType.MODIFIED if cached is not None else EventType.ADDED
         await self._apply(kind, key, obj, _Packed(event.revision, event.value))
 
@@ -265,8 +268,9 @@ class Informer(Generic[M]):
         return entry
 
     @staticmethod
-    def _version(entry: M | _Packed) -> str:
-        return str(entry.revision) if isinstance(entry, _Packed) else meta_of(entry).resource_version
+    def _revision(entry: M | _Packed) -> int:
+        """The cached version's resourceVersion, the revision that wrote it."""
+        return entry.revision if isinstance(entry, _Packed) else int(meta_of(entry).resource_version or 0)
 
     async def _apply(self, kind: EventType, key: str, obj: M | None, packed: _Packed | None = None) -> None:
         entry = self._cache.get(key)

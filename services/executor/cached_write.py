@@ -81,8 +81,10 @@ class CachedStatusWriter:
 
     async def _wrote(self, ref: ResourceRef[M], key: str, written: M) -> M:
         informer = self.assume_into
-        if informer is not None and informer.rt.resource == resource_type_of(ref).resource:
+        if informer is not None and informer.synced and informer.rt.resource == resource_type_of(ref).resource:
+            # The informer now holds this version or a newer one: nothing to remember beside it.
             await informer.assume(written)
+            return written
         self._written[key] = int(meta_of(written).resource_version or 0)
         self._last[key] = copy_of(written)  # the caller may edit what it is handed
         while len(self._last) > REMEMBERED:
