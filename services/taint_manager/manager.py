@@ -47,7 +47,8 @@ class TaintManager:
         # Before the watches below: they read what it decided.
         manager.on_event(self.clusters, self._observe_protection)
         manager.watch(self.clusters, routing.cluster_name, self.taints, predicate=routing.not_deleted)
-        manager.watch(self.clusters, routing.bindings_on_cluster(self.bindings), self.evictor)
+        manager.watch(self.clusters, routing.bindings_on_cluster(self.bindings), self.evictor,
+                      predicate=routing.eviction_inputs_changed)
         # Protection lifted or tightened: the evictions it held back get another look.
         manager.watch(self.clusters, routing.held_evictions(self.state), self.evictor,
                       predicate=lambda _: self._protection_changed)

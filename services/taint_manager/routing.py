@@ -36,6 +36,18 @@ def not_deleted(event: WatchEvent[M]) -> bool:
     return event.type is not EventType.DELETED
 
 
+def eviction_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    """What an eviction decision reads of a cluster changed: its taints or its Ready status, or
+    the cluster came or went. The status service rewrites a cluster's resource summary every
+    collection while pods move; each of those would otherwise look at every binding on it."""
+    old = event.old
+    if event.type is not EventType.MODIFIED or old is None:
+        return True
+    new = event.obj
+    return (list(new.spec.taints) != list(old.spec.taints)
+            or is_true(new.status.conditions, "Ready") != is_true(old.status.conditions, "Ready"))
+
+
 def cluster_name(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
     return [event.obj.metadata.name]
 

@@ -104,3 +104,27 @@ def test_held_evictions_are_every_held_key() -> None:
 ])
 def test_needs_no_evicting(c: cluster_pb2.Cluster, expected: bool) -> None:
     assert routing.needs_no_evicting(c) is expected
+
+
+def collected(c: cluster_pb2.Cluster, pods: int) -> cluster_pb2.Cluster:
+    """The cluster after a collection that only changed its resource summary."""
+    after = cluster_pb2.Cluster()
+    after.CopyFrom(c)
+    after.status.resource_summary.allocated["pods"] = str(pods)
+    return after
+
+
+@pytest.mark.parametrize(("event", "looks"), [
+    (WatchEvent(ADDED, cluster("m1")), True),
+    (WatchEvent(DELETED, cluster("m1")), True),
+    (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1")), True),
+    (WatchEvent(MODIFIED, cluster("m1", "False", no_execute=True), cluster("m1", "False")), True),
+    (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1", "False", no_execute=True)), True),
+    # A collection that changed only the resource summary: nothing an eviction reads.
+    (WatchEvent(MODIFIED, collected(cluster("m1"), 7), cluster("m1")), False),
+    (WatchEvent(MODIFIED, collected(cluster("m1", "False", no_execute=True), 7),
+                cluster("m1", "False", no_execute=True)), False),
+])
+def test_the_bindings_on_a_cluster_are_looked_at_when_its_taints_or_readiness_change(
+        event: WatchEvent[Any], looks: bool) -> None:
+    assert routing.eviction_inputs_changed(event) is looks
