@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import aetcd
 import aetcd.exceptions
 import aetcd.rtypes
+from aetcd.transactions import Create, Delete, Get, Mod, Put, Txn
 
 from flotilla.api.keys import etcd_prefix
 from flotilla.crypto import ENV_KEY_FILE, PREFIX, EncryptionError, EncryptionKeys, configured_keys
@@ -38,6 +39,7 @@ from flotilla.store.base import (
 from flotilla.store.connect import make_client
 from flotilla.store.connect import watch as checked_watch
 from flotilla.store.errors import Compacted, StoreError, Unavailable
+from flotilla.store.group_commit import GroupCommit
 from flotilla.tls import TLSFiles
 
 __all__ = [
@@ -71,6 +73,7 @@ class Store(StoreBase):
         self.clock = clock or RealClock()
         self.endpoints = endpoints
         self.keys = keys
+        self._group: GroupCommit[Txn, Any] | None = None
 
     @classmethod
     async def connect(cls, endpoints: str, clock: Clock | None = None, tls: TLSFiles | None = None,
@@ -136,10 +139,12 @@ class Store(StoreBase):
     # -- key-value primitives ----------------------------------------------
 
     async def _kv_get(self, key: str) -> KeyValue | None:
-        got: Any = await self._call(self.client.get(key.encode()))
-        if got is None:
+        k = key.encode()
+        got = await self._batched(k, Txn([], [Get(k)], []))
+        kvs = got.responses[0].response_range.kvs
+        if not kvs:
             return None
-        return KeyValue(key, self._opened(key, bytes(got.value)), int(got.mod_revision))
+        return KeyValue(key, self._opened(key, bytes(kvs[0].value)), int(kvs[0].mod_revision))
 
     async def _kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
         result: Any = await self._call(self.client.get_prefix(prefix.encode()))
@@ -147,29 +152,33 @@ class Store(StoreBase):
                for kv in result for k in (kv.key.decode(),)]
         return kvs, int(result.header.revision)
 
-    async def _txn(self, compare: Any, op: Any) -> tuple[bool, Any]:
-        ok, responses = await self._call(
-            self.client.transaction(compare=[compare], success=[op], failure=[])
-        )
-        return bool(ok), responses
-
     async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | None:
-        tx = self.client.transactions
         k = key.encode()
-        ok, responses = await self._txn(tx.create(k) == 0, tx.put(k, self._sealed(key, value), lease=lease))
-        return int(responses[0].response_put.header.revision) if ok else None
+        sealed = self._sealed(key, value)
+        done = await self._batched(k, Txn([Create(k) == 0], [Put(k, sealed, lease=lease)], []), len(sealed))
+        return int(done.responses[0].response_put.header.revision) if done.succeeded else None
 
     async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
-        tx = self.client.transactions
         k = key.encode()
-        ok, responses = await self._txn(tx.mod(k) == mod_revision, tx.put(k, self._sealed(key, value), lease=lease))
-        return int(responses[0].response_put.header.revision) if ok else None
+        sealed = self._sealed(key, value)
+        done = await self._batched(k, Txn([Mod(k) == mod_revision], [Put(k, sealed, lease=lease)], []), len(sealed))
+        return int(done.responses[0].response_put.header.revision) if done.succeeded else None
 
     async def _kv_delete_if(self, key: str, mod_revision: int) -> bool:
-        tx = self.client.transactions
         k = key.encode()
-        ok, _ = await self._txn(tx.mod(k) == mod_revision, tx.delete(k))
-        return ok
+        done = await self._batched(k, Txn([Mod(k) == mod_revision], [Delete(k)], []))
+        return bool(done.succeeded)
+
+    async def _batched(self, key: bytes, txn: Txn, size: int = 0) -> Any:
+        """The answer (etcd's TxnResponse) to one nested transaction, sent with whatever else
+        this process has under way (flotilla.store.group_commit)."""
+        if self._group is None:
+            self._group = GroupCommit(self._commit, fatal=(Unavailable,))
+        return await self._group.submit(key, txn, size)
+
+    async def _commit(self, txns: builtins.list[Txn]) -> builtins.list[Any]:
+        _, responses = await self._call(self.client.transaction(compare=[], success=txns, failure=[]))
+        return [r.response_txn for r in responses]
 
     async def grant_lease(self, ttl: int) -> int:
         lease: Any = await self._call(self.client.lease(ttl))
