@@ -172,6 +172,15 @@ def _etcd_key(rt: registry.ResourceType[Any], namespace: str, name: str) -> str:
     return keys.etcd_key(rt.resource, namespace if rt.namespaced else "", name)
 
 
+def _decoded_or_none(rt: registry.ResourceType[M], kv: KeyValue | None) -> M | None:
+    if kv is None:
+        return None
+    try:
+        return decode_object(rt, kv.value, kv.mod_revision, kv.key)
+    except Undecodable:
+        return None
+
+
 class StoreBase(abc.ABC):
     """get / list / create / update / update_status / delete / mutate over key-value primitives."""
 
@@ -187,8 +196,9 @@ class StoreBase(abc.ABC):
         """Every key under prefix, and the store's revision at that read."""
 
     @abc.abstractmethod
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | None:
-        """Put if the key does not exist; the write's revision, or None if it did."""
+    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
+        """Put if the key does not exist; the write's revision, or else what is there (None when
+        the store cannot tell in the same round trip)."""
 
     @abc.abstractmethod
     async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
@@ -283,8 +293,9 @@ class StoreBase(abc.ABC):
         new_meta.creation_timestamp.FromDatetime(_now(self.clock))
         new_meta.ClearField("deletion_timestamp")
         revision = await self._kv_create(key, payload(new), lease or None)
-        if revision is None:
-            raise AlreadyExists(f"{rt.kind} {keys.object_key(meta.namespace, meta.name)} already exists")
+        if not isinstance(revision, int):
+            raise AlreadyExists(f"{rt.kind} {keys.object_key(meta.namespace, meta.name)} already exists",
+                                current=_decoded_or_none(rt, revision))
         new_meta.resource_version = str(revision)
         return new
 
@@ -363,12 +374,16 @@ class StoreBase(abc.ABC):
         namespace: str,
         name: str,
         resource_version: str | None = None,
+        change: Callable[[M], object] | None = None,
     ) -> M | None:
         """Delete an object: with finalizers, only mark it (deletionTimestamp).
 
         Returns the object as it now stands (marked), or None once it is gone.
         A corrupt value is deleted outright (there are no finalizers to read),
         unless a resourceVersion was asked for, which no corrupt value can match.
+        `change`: edits the object in the write that marks it (an annotation its finalizer's
+        owner reads when it sees the deletion), or on its own if it was marked already; an
+        object without finalizers is simply gone.
         """
         rt = resource_type_of(ref)
         key = _etcd_key(rt, namespace, name)
@@ -387,9 +402,16 @@ class StoreBase(abc.ABC):
                 raise Conflict(conflict_message(rt, meta))
             rev = int(meta.resource_version)
             if meta.finalizers:
-                if meta.HasField("deletion_timestamp"):
+                marked = meta.HasField("deletion_timestamp")
+                edited = False
+                if change is not None:
+                    before = payload(current)
+                    change(current)
+                    edited = payload(current) != before
+                if marked and not edited:
                     return current
-                meta.deletion_timestamp.FromDatetime(_now(self.clock))
+                if not marked:
+                    meta.deletion_timestamp.FromDatetime(_now(self.clock))
                 revision = await self._kv_put_if(key, payload(current), rev, None)
                 if revision is not None:
                     meta.resource_version = str(revision)

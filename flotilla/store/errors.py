@@ -1,5 +1,7 @@
 """Errors the object store raises; each names the object it is about."""
 
+from typing import Any
+
 
 class StoreError(Exception):
     pass
@@ -10,7 +12,12 @@ class NotFound(StoreError):
 
 
 class AlreadyExists(StoreError):
-    pass
+    """`current`: the object in the way, when the store's answer to the create carried it
+    (etcd's does: the create's transaction reads the key when it finds one)."""
+
+    def __init__(self, message: str, current: Any = None) -> None:
+        super().__init__(message)
+        self.current = current
 
 
 class Conflict(StoreError):

@@ -78,7 +78,8 @@ class EventRecorder:
         lease = await self._current_lease()
         # Most events are new (the name hashes the object's uid, reason and message), so the
         # create is tried first: one round trip where a read before it made two. A repeat this
-        # recorder wrote itself is updated from its copy; a conflict reads it afresh.
+        # recorder wrote itself is updated from its copy, any other from the event the refused
+        # create returns; a conflict reads it afresh.
         stored = self._written.pop((namespace, name), None)
         for _ in range(3):
             try:
@@ -90,7 +91,11 @@ class EventRecorder:
                     repeat.count += 1
                     repeat.last_timestamp.FromDatetime(now)
                     written = await self.store.update(repeat, lease=lease, original=stored)
-            except (AlreadyExists, Conflict, NotFound):
+            except AlreadyExists as e:
+                stored = e.current if isinstance(e.current, core_pb2.Event) else await self.store.try_get(
+                    core_pb2.Event, namespace, name)
+                continue
+            except (Conflict, NotFound):
                 stored = await self.store.try_get(core_pb2.Event, namespace, name)
                 continue
             self._remember(namespace, name, written)

@@ -96,11 +96,11 @@ class MemoryStore(StoreBase):
         found = [KeyValue(k, e.value, e.mod_revision) for k, e in sorted(self._data.items()) if k.startswith(prefix)]
         return found, self.revision
 
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | None:
+    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         await asyncio.sleep(0)
         self.expire_leases()
-        if key in self._data:
-            return None
+        if (entry := self._data.get(key)) is not None:
+            return KeyValue(key, entry.value, entry.mod_revision)
         self._check_lease(lease)
         return self._commit([(key, value, lease)])
 

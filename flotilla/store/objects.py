@@ -152,11 +152,15 @@ class Store(StoreBase):
                for kv in result for k in (kv.key.decode(),)]
         return kvs, int(result.header.revision)
 
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | None:
+    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         k = key.encode()
         sealed = self._sealed(key, value)
-        done = await self._batched(k, Txn([Create(k) == 0], [Put(k, sealed, lease=lease)], []), len(sealed))
-        return int(done.responses[0].response_put.header.revision) if done.succeeded else None
+        # What is in the way comes back with the refusal: a caller that then updates it needs no read.
+        done = await self._batched(k, Txn([Create(k) == 0], [Put(k, sealed, lease=lease)], [Get(k)]), len(sealed))
+        if done.succeeded:
+            return int(done.responses[0].response_put.header.revision)
+        kvs = done.responses[0].response_range.kvs
+        return KeyValue(key, self._opened(key, bytes(kvs[0].value)), int(kvs[0].mod_revision)) if kvs else None
 
     async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
         k = key.encode()

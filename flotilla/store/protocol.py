@@ -48,6 +48,7 @@ class ObjectStore(Protocol):
         namespace: str,
         name: str,
         resource_version: str | None = None,
+        change: Callable[[M], object] | None = None,
     ) -> M | None: ...
 
     async def mutate(

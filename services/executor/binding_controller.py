@@ -291,44 +291,36 @@ class BindingReconciler:
         for work in doomed:
             if works.is_deleting(work):
                 continue
-            if directly and works.work_cluster(work) in directly:
-                await self._mark_directly(work)
-            if failed_over is not None:
-                await self._stamp_purge(work, failed_over)
+            marks = self._deletion_marks(work, directly, failed_over)
+
+            def mark(obj: work_pb2.Work, marks: dict[str, str] = marks) -> None:
+                obj.metadata.annotations.update(marks)
+
             with contextlib.suppress(NotFound):
-                await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
+                # The marks go in the write that marks the Work deleted: one write, and whoever
+                # sees the deletion sees them.
+                await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name, change=mark)
             log.info("event=delete-work binding=%s cluster=%s work=%s/%s", key, works.work_cluster(work),
                      work.metadata.namespace, work.metadata.name)
 
-    async def _stamp_purge(self, work: work_pb2.Work, binding: Binding) -> None:
-        """The old copy of a failed-over binding is being deleted: its purge joins the binding's
-        failover trace (the execution controller's span when the Work is finally gone)."""
-        stamp = binding.metadata.annotations.get(TRACEPARENT_ANNOTATION, "")
+    @staticmethod
+    def _deletion_marks(work: work_pb2.Work, directly: set[str] | None, failed_over: Binding | None) -> dict[str, str]:
+        """The annotations a Work being deleted carries.
+
+        A Work deleted for a Directly task is marked so: until it is gone, the binding's new
+        Works wait, even once the task has been dropped. The old copy of a failed-over binding
+        carries the binding's failover trace, so its purge (the execution controller's span
+        when the Work is finally gone) joins it.
+        """
         cluster = works.work_cluster(work)
-        if not stamp or not any(r.from_cluster == cluster for r in binding.status.failover_history):
-            return
-
-        def change(obj: work_pb2.Work) -> bool:
-            if obj.metadata.annotations.get(TRACEPARENT_ANNOTATION) == stamp:
-                return False
-            obj.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
-            return True
-
-        with contextlib.suppress(NotFound):
-            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change)
-
-    async def _mark_directly(self, work: work_pb2.Work) -> None:
-        """Mark a Work about to be deleted for a Directly task: until it is gone, the binding's new
-        Works wait, even once the task has been dropped."""
-
-        def change(obj: work_pb2.Work) -> bool:
-            if obj.metadata.annotations.get(works.DIRECTLY_PURGE_ANNOTATION) == "true":
-                return False
-            obj.metadata.annotations[works.DIRECTLY_PURGE_ANNOTATION] = "true"
-            return True
-
-        with contextlib.suppress(NotFound):
-            await self.store.mutate(registry.WORK, work.metadata.namespace, work.metadata.name, change)
+        marks = {}
+        if directly and cluster in directly:
+            marks[works.DIRECTLY_PURGE_ANNOTATION] = "true"
+        if failed_over is not None:
+            stamp = failed_over.metadata.annotations.get(TRACEPARENT_ANNOTATION, "")
+            if stamp and any(r.from_cluster == cluster for r in failed_over.status.failover_history):
+                marks[TRACEPARENT_ANNOTATION] = stamp
+        return marks
 
     async def _release(self, rt: ResourceType[Binding], binding: Binding) -> None:
         finalizer = bindings.kind_named(rt.kind).finalizer

@@ -111,8 +111,10 @@ async def test_create_get_and_create_twice_fails(backend: Backend) -> None:
     got = await store.get(cluster_pb2.Cluster, "", "member1")
     assert got == created
     assert await store.get(registry.CLUSTER, "", "member1") == created
-    with pytest.raises(AlreadyExists):
+    with pytest.raises(AlreadyExists) as refused:
         await store.create(make_cluster("member1"))
+    # What is in the way comes with the refusal, at its resourceVersion.
+    assert refused.value.current == created
     with pytest.raises(NotFound):
         await store.get(cluster_pb2.Cluster, "", "nope")
     assert await store.try_get(cluster_pb2.Cluster, "", "nope") is None
@@ -226,6 +228,36 @@ async def test_delete_without_finalizers_and_stale_version(backend: Backend) -> 
     assert await store.try_get(cluster_pb2.Cluster, "", "member1") is None
     with pytest.raises(NotFound):
         await store.delete(cluster_pb2.Cluster, "", "member1")
+
+
+async def test_delete_edits_the_object_in_the_write_that_marks_it(backend: Backend) -> None:
+    store = backend.store
+    obj = make_cluster("member1")
+    obj.metadata.finalizers.append("flotilla.io/test")
+    created = await store.create(obj)
+
+    def mark(c: cluster_pb2.Cluster) -> None:
+        c.metadata.annotations["purge"] = "directly"
+
+    marked = await store.delete(cluster_pb2.Cluster, "", "member1", change=mark)
+    assert marked is not None and marked.metadata.HasField("deletion_timestamp")
+    got = await store.get(cluster_pb2.Cluster, "", "member1")
+    assert got.metadata.annotations["purge"] == "directly"
+    # One write: the mark and the edit share a revision, with nothing between.
+    assert got.metadata.resource_version == marked.metadata.resource_version
+    assert (await store.list(cluster_pb2.Cluster)).revision == int(created.metadata.resource_version) + 1
+    # Already marked: an edit that changes something is written on its own, one that does not is not.
+    again = await store.delete(cluster_pb2.Cluster, "", "member1", change=mark)
+    assert again is not None and again.metadata.resource_version == marked.metadata.resource_version
+    other = await store.delete(cluster_pb2.Cluster, "", "member1",
+                               change=lambda c: c.metadata.annotations.update(trace="t1"))
+    assert other is not None and int(other.metadata.resource_version) > int(marked.metadata.resource_version)
+    assert (await store.get(cluster_pb2.Cluster, "", "member1")).metadata.annotations == {
+        "purge": "directly", "trace": "t1"}
+    # Without finalizers there is nothing to edit: the object is gone.
+    await store.create(make_cluster("member2"))
+    assert await store.delete(cluster_pb2.Cluster, "", "member2", change=mark) is None
+    assert await store.try_get(cluster_pb2.Cluster, "", "member2") is None
 
 
 async def test_list_with_label_selector_and_namespace_returns_revision(backend: Backend) -> None:
