@@ -38,7 +38,7 @@ from services.executor.detector import (
     CLAIM_INDEX,
     DEPENDED_BY_INDEX,
     DEPENDENCIES_INDEX,
-    NAMESPACE_INDEX,
+    SELECTOR_INDEX,
     DependencyReconciler,
     DetectorConfig,
     PolicyFinalizerReconciler,
@@ -77,8 +77,9 @@ class ExecutorControllers:
         self.config = config = config or ExecutorConfig()
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
         self.policies = manager.informer(registry.PROPAGATION_POLICY)
-        self.policies.add_indexer(NAMESPACE_INDEX, lambda p: [p.metadata.namespace])
         self.cluster_policies = manager.informer(registry.CLUSTER_PROPAGATION_POLICY)
+        for policies in (self.policies, self.cluster_policies):
+            policies.add_indexer(SELECTOR_INDEX, policy_match.selector_index)
         self.bindings: dict[str, Informer[Binding]] = {
             kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
         for informer in self.bindings.values():

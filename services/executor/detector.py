@@ -44,7 +44,7 @@ from services.executor.binding_controller import template_type
 
 log = logging.getLogger(__name__)
 
-NAMESPACE_INDEX = "namespace"
+SELECTOR_INDEX = "selector"
 CLAIM_INDEX = "claim"
 DEPENDED_BY_INDEX = "depended-by"
 DEPENDENCIES_INDEX = "dependencies"
@@ -57,6 +57,15 @@ POLICY_OWNED_SPEC_FIELDS = (
     "resource", "replica_requirements", "replicas", "propagate_deps", "scheduler_name", "placement",
     "failover", "conflict_resolution", "preserve_resources_on_deletion",
 )
+
+
+def _candidates(policies: Informer[P], index_keys: tuple[str, ...]) -> list[P]:
+    """The policies that can select a template (`policy_match.selector_index`), each once."""
+    found: dict[str, P] = {}
+    for value in index_keys:
+        for policy in policies.by_index(SELECTOR_INDEX, value):
+            found.setdefault(policy.metadata.name, policy)
+    return list(found.values())
 
 
 # -- keys ------------------------------------------------------------------------------------
@@ -238,7 +247,8 @@ class TemplateReconciler:
             return None
         claim = policy_match.claim_of(binding.metadata) if binding is not None else None
         policy = policy_match.choose_policy(
-            template, self.policies.by_index(NAMESPACE_INDEX, namespace), self.cluster_policies.list(),
+            template, _candidates(self.policies, policy_match.candidate_keys(template, namespace)),
+            _candidates(self.cluster_policies, policy_match.candidate_keys(template, "")),
             claim, self.config.preemption,
         )
         if policy is None:

@@ -99,6 +99,30 @@ def is_claimed_by(claim: Claim, policy: Policy) -> bool:
             and claim.permanent_id == permanent_id(policy))
 
 
+def selector_index(policy: Policy) -> list[str]:
+    """Index values under which a policy is found by the templates it may select: one per
+    selector, its apiVersion, kind and name (empty when it selects by labels or selects every
+    object of the kind), behind the namespace a PropagationPolicy is confined to. A template
+    asks for `candidate_keys`, so it looks at a handful of policies, not every policy in its
+    namespace (a namespace with a policy per workload made the detector quadratic)."""
+    namespace = policy.metadata.namespace if isinstance(policy, policy_pb2.PropagationPolicy) else ""
+    return sorted({_selector_key(namespace, s.api_version, s.kind, s.name) for s in policy.spec.resource_selectors})
+
+
+def candidate_keys(template: meta_pb2.Unstructured, namespace: str) -> tuple[str, str]:
+    """The `selector_index` values of every policy that can select `template`: those naming it
+    and those naming no object. `namespace` is the template's for PropagationPolicies, empty for
+    ClusterPropagationPolicies."""
+    api_version, kind = template.api_version, template.kind
+    return (_selector_key(namespace, api_version, kind, template.metadata.name),
+            _selector_key(namespace, api_version, kind, ""))
+
+
+def _selector_key(namespace: str, api_version: str, kind: str, name: str) -> str:
+    # '|' appears in none of these (names are DNS subdomains; apiVersion group/version).
+    return f"{namespace}|{api_version}|{kind}|{name}"
+
+
 def best_policy(policies: Iterable[Policy], template: meta_pb2.Unstructured) -> Policy | None:
     """Highest explicit priority, then most specific match, then smallest name."""
     best: Policy | None = None

@@ -10,9 +10,11 @@ from flotilla.api import codec
 from flotilla.resource_selection import Match, policy_match, selector_match
 from services.executor.policy_match import (
     Claim,
+    candidate_keys,
     choose_policy,
     claim_of,
     namespace_skipped,
+    selector_index,
 )
 
 
@@ -163,3 +165,53 @@ def test_claim_of_reads_the_binding_metadata() -> None:
     assert claim_of(binding.metadata) is None
     binding.metadata.annotations["clusterpropagationpolicy.karmada.io/name"] = "c"
     assert claim_of(binding.metadata) == Claim("ClusterPropagationPolicy", "", "c", "")
+
+
+# Every kind of selector, in and out of the template's namespace, for the index tests below.
+INDEXED_POLICIES = [
+    pp("by-name", BY_NAME), pp("by-label", BY_LABEL), pp("all", ALL), pp("other-name", {**BY_NAME, "name": "x"}),
+    pp("elsewhere", ALL, namespace="prod"), pp("other-kind", {**ALL, "kind": "StatefulSet"}),
+    pp("other-version", {**ALL, "apiVersion": "apps/v1beta1"}), pp("two", {**BY_NAME, "name": "x"}, BY_LABEL),
+    pp("deleting", ALL, deleting=True),
+    cpp("c-name", BY_NAME), cpp("c-ns", {**ALL, "namespace": "default"}), cpp("c-prod", {**ALL, "namespace": "prod"}),
+    cpp("c-other", {**BY_NAME, "name": "x"}),
+]
+
+
+def _found(template_: Any, namespace: str) -> set[str]:
+    """What an informer indexed by `selector_index` answers for the template's `candidate_keys`."""
+    wanted = set(candidate_keys(template_, namespace))
+    return {p.metadata.name for p in INDEXED_POLICIES if wanted & set(selector_index(p))}
+
+
+@pytest.mark.parametrize("template_", [
+    template(app="web"), template(), template(name="x"), template(namespace="prod"),
+    template(kind="StatefulSet"), template(api_version="apps/v1beta1", app="web"),
+], ids=["labelled", "plain", "other-name", "prod", "statefulset", "beta"])
+def test_the_selector_index_finds_every_policy_that_can_select_a_template(template_: Any) -> None:
+    namespace = template_.metadata.namespace
+    matching = {p.metadata.name for p in INDEXED_POLICIES if policy_match(p, template_) != Match.NONE}
+    found = _found(template_, namespace) | _found(template_, "")
+    assert matching <= found
+    # Only what shares its apiVersion, kind and namespace, and names it or nothing.
+    assert ("other-kind" in found) is (template_.kind == "StatefulSet")
+    assert ("other-version" in found) is (template_.api_version == "apps/v1beta1")
+    assert ("elsewhere" in found) is (namespace == "prod")
+    assert ("other-name" in found) is (template_.metadata.name == "x")
+
+
+@pytest.mark.parametrize(("propagation", "cluster", "claim", "preemption", "chosen"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_choosing_among_the_indexed_candidates_chooses_as_among_all(
+        propagation: list[Any], cluster: list[Any], claim: Claim | None, preemption: bool, chosen: str | None) -> None:
+    t = template(app="web")
+    pp_keys, cpp_keys = set(candidate_keys(t, "default")), set(candidate_keys(t, ""))
+    policy = choose_policy(t, [p for p in propagation if pp_keys & set(selector_index(p))],
+                           [c for c in cluster if cpp_keys & set(selector_index(c))], claim, preemption)
+    assert (policy.metadata.name if policy is not None else None) == chosen
+
+
+def test_a_cluster_policy_is_indexed_without_a_namespace_and_a_policy_once_per_selector() -> None:
+    assert selector_index(cpp("c", {**BY_NAME, "namespace": "default"})) == ["|apps/v1|Deployment|nginx"]
+    assert selector_index(pp("p", ALL, BY_LABEL, BY_NAME)) == [
+        "default|apps/v1|Deployment|", "default|apps/v1|Deployment|nginx"]
