@@ -59,7 +59,7 @@ POLICY_OWNED_SPEC_FIELDS = (
 )
 
 
-def _candidates(policies: Informer[P], index_keys: tuple[str, ...]) -> list[P]:
+def _candidates(policies: Informer[P], index_keys: list[str]) -> list[P]:
     """The policies that can select a template (`policy_match.selector_index`), each once."""
     found: dict[str, P] = {}
     for value in index_keys:

@@ -100,27 +100,41 @@ def is_claimed_by(claim: Claim, policy: Policy) -> bool:
 
 
 def selector_index(policy: Policy) -> list[str]:
-    """Index values under which a policy is found by the templates it may select: one per
-    selector, its apiVersion, kind and name (empty when it selects by labels or selects every
-    object of the kind), behind the namespace a PropagationPolicy is confined to. A template
-    asks for `candidate_keys`, so it looks at a handful of policies, not every policy in its
-    namespace (a namespace with a policy per workload made the detector quadratic)."""
+    """Index values under which a policy is found by the templates it may select, one per
+    selector: its apiVersion and kind behind the namespace a PropagationPolicy is confined to,
+    then the name it selects, or else one label its selector requires (every object it selects
+    has that label), or else nothing more (it selects every object of the kind, or selects by
+    expressions only). A template asks for `candidate_keys`, so it looks at a handful of
+    policies, not every policy in its namespace: a namespace with a policy per workload, or a
+    label per pair of clusters, made the detector quadratic."""
     namespace = policy.metadata.namespace if isinstance(policy, policy_pb2.PropagationPolicy) else ""
-    return sorted({_selector_key(namespace, s.api_version, s.kind, s.name) for s in policy.spec.resource_selectors})
+    return sorted({_selector_key(namespace, s.api_version, s.kind, _narrowest(s))
+                   for s in policy.spec.resource_selectors})
 
 
-def candidate_keys(template: meta_pb2.Unstructured, namespace: str) -> tuple[str, str]:
-    """The `selector_index` values of every policy that can select `template`: those naming it
-    and those naming no object. `namespace` is the template's for PropagationPolicies, empty for
-    ClusterPropagationPolicies."""
-    api_version, kind = template.api_version, template.kind
-    return (_selector_key(namespace, api_version, kind, template.metadata.name),
-            _selector_key(namespace, api_version, kind, ""))
+def candidate_keys(template: meta_pb2.Unstructured, namespace: str) -> list[str]:
+    """The `selector_index` values of every policy that can select `template`: those naming it,
+    those requiring one of its labels, and those naming neither. `namespace` is the template's
+    for PropagationPolicies, empty for ClusterPropagationPolicies."""
+    api_version, kind, meta = template.api_version, template.kind, template.metadata
+    return [_selector_key(namespace, api_version, kind, narrowed)
+            for narrowed in ("", f"name:{meta.name}", *(f"label:{k}={v}" for k, v in meta.labels.items()))]
 
 
-def _selector_key(namespace: str, api_version: str, kind: str, name: str) -> str:
-    # '|' appears in none of these (names are DNS subdomains; apiVersion group/version).
-    return f"{namespace}|{api_version}|{kind}|{name}"
+def _narrowest(selector: policy_pb2.ResourceSelector) -> str:
+    if selector.name:
+        return f"name:{selector.name}"
+    match_labels = selector.label_selector.match_labels
+    if match_labels:
+        first = min(match_labels)
+        return f"label:{first}={match_labels[first]}"
+    return ""
+
+
+def _selector_key(namespace: str, api_version: str, kind: str, narrowed: str) -> str:
+    # '|' appears in none of these (names and label keys are DNS subdomains and prefixes;
+    # label values are alphanumeric with '-', '_', '.'; apiVersion is group/version).
+    return f"{namespace}|{api_version}|{kind}|{narrowed}"
 
 
 def best_policy(policies: Iterable[Policy], template: meta_pb2.Unstructured) -> Policy | None:

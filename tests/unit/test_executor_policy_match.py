@@ -175,6 +175,10 @@ INDEXED_POLICIES = [
     pp("deleting", ALL, deleting=True),
     cpp("c-name", BY_NAME), cpp("c-ns", {**ALL, "namespace": "default"}), cpp("c-prod", {**ALL, "namespace": "prod"}),
     cpp("c-other", {**BY_NAME, "name": "x"}),
+    pp("other-label", {**BY_LABEL, "labelSelector": {"matchLabels": {"app": "db"}}}),
+    pp("two-labels", {**BY_LABEL, "labelSelector": {"matchLabels": {"app": "web", "tier": "front"}}}),
+    pp("expressions", {**ALL, "labelSelector": {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": ["web"]}]}}),
 ]
 
 
@@ -198,6 +202,10 @@ def test_the_selector_index_finds_every_policy_that_can_select_a_template(templa
     assert ("other-version" in found) is (template_.api_version == "apps/v1beta1")
     assert ("elsewhere" in found) is (namespace == "prod")
     assert ("other-name" in found) is (template_.metadata.name == "x")
+    assert "other-label" not in found
+    # Found by one label it requires, though the template lacks the other.
+    assert ("two-labels" in found) is (template_.metadata.labels.get("app") == "web" and template_.kind == "Deployment"
+                                       and template_.api_version == "apps/v1" and namespace == "default")
 
 
 @pytest.mark.parametrize(("propagation", "cluster", "claim", "preemption", "chosen"),
@@ -211,7 +219,8 @@ def test_choosing_among_the_indexed_candidates_chooses_as_among_all(
     assert (policy.metadata.name if policy is not None else None) == chosen
 
 
-def test_a_cluster_policy_is_indexed_without_a_namespace_and_a_policy_once_per_selector() -> None:
-    assert selector_index(cpp("c", {**BY_NAME, "namespace": "default"})) == ["|apps/v1|Deployment|nginx"]
-    assert selector_index(pp("p", ALL, BY_LABEL, BY_NAME)) == [
-        "default|apps/v1|Deployment|", "default|apps/v1|Deployment|nginx"]
+def test_a_cluster_policy_is_indexed_without_a_namespace_and_a_selector_by_its_narrowest_part() -> None:
+    assert selector_index(cpp("c", {**BY_NAME, "namespace": "default"})) == ["|apps/v1|Deployment|name:nginx"]
+    assert selector_index(pp("p", ALL, BY_LABEL, BY_NAME, ALL)) == [
+        "default|apps/v1|Deployment|", "default|apps/v1|Deployment|label:app=web",
+        "default|apps/v1|Deployment|name:nginx"]
