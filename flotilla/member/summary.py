@@ -9,7 +9,7 @@ from typing import Any
 
 from flotilla.member.quantity import Format, Quantity, format_quantity
 
-__all__ = ["node_summary", "pod_requests", "resource_summary"]
+__all__ = ["node_summary", "pod_requests", "resource_summary", "summarized_node", "summarized_pod"]
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -46,6 +46,27 @@ def resource_summary(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) ->
         "allocating": allocating.resource_list(),
         "allocated": allocated.resource_list(),
     }
+
+
+def summarized_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """What `node_summary` and `resource_summary` read of a node, and nothing else: a cache of
+    every node of a member keeps only this (as Karmada's informers transform what they keep)."""
+    status = node.get("status") or {}
+    return {"status": {"allocatable": status.get("allocatable") or {},
+                       "conditions": [{"type": c.get("type"), "status": c.get("status")}
+                                      for c in status.get("conditions") or [] if c.get("type") == "Ready"]}}
+
+
+def summarized_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """What `resource_summary` reads of a pod: its node, phase and requests."""
+    spec = pod.get("spec") or {}
+    kept: dict[str, Any] = {"nodeName": spec.get("nodeName", "")}
+    for containers in ("containers", "initContainers"):
+        if spec.get(containers):
+            kept[containers] = [{"resources": {"requests": _requests(c)}} for c in spec[containers]]
+    if spec.get("overhead"):
+        kept["overhead"] = spec["overhead"]
+    return {"spec": kept, "status": {"phase": (pod.get("status") or {}).get("phase", "")}}
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry import trace
@@ -27,7 +27,8 @@ from flotilla.api.wellknown import (
     RB_NAME_ANNOTATION,
     RB_NAMESPACE_ANNOTATION,
 )
-from flotilla.member import MemberClient, MemberError
+from flotilla.member import MemberError
+from flotilla.member.watches import Connect
 from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
@@ -44,7 +45,6 @@ _tracer = trace.get_tracer("flotilla.executor")
 APPLIED, DISPATCHING = "Applied", "Dispatching"
 UNKNOWN = "Unknown"
 
-Connect = Callable[[cluster_pb2.Cluster], Awaitable[MemberClient]]
 
 
 # A Work whose cluster is not Ready waits for it: the cluster turning Ready re-enqueues the

@@ -12,14 +12,14 @@ from flotilla.api import registry
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, config_pb2
 from flotilla.interpreter.health import HealthInterpreter
+from flotilla.member.watches import Connect, Kind, MemberWatches
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from services.executor import routing
 from services.executor.applied import AppliedGenerations
-from services.executor.execution import Connect, ExecutionReconciler
-from services.executor.member_watch import Kind, MemberWatches
+from services.executor.execution import ExecutionReconciler
 from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconciler, member_objects_of
 
 

@@ -1,7 +1,7 @@
 """Member status back into Works (docs/karmada-rules.md §11, work-status controller).
 
 A reconciler keyed by Work: it reads the member objects the Work carries from the cluster's
-watch caches (`services.executor.member_watch`) and writes the Work's manifestStatuses (the
+watch caches (`flotilla.member.watches`) and writes the Work's manifestStatuses (the
 member object's status and its interpreted health) with one compare-and-swap, only when they
 changed. A member object changing enqueues the Works that carry it, so its status reaches the
 Work within one reconcile. An object missing from the member marks its Work not applied, so the
@@ -20,6 +20,7 @@ from flotilla.api.keys import cluster_of_execution_namespace, execution_namespac
 from flotilla.api.registry import split_api_version
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.interpreter.health import UNKNOWN, HealthInterpreter
+from flotilla.member.watches import MemberWatches
 from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
@@ -27,7 +28,6 @@ from flotilla.store.informer import Informer
 from services.executor.applied import AppliedGenerations, member_key
 from services.executor.cached_write import CachedStatusWriter
 from services.executor.execution import APPLIED, manifests
-from services.executor.member_watch import MemberWatches
 
 log = logging.getLogger(__name__)
 

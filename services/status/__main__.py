@@ -13,10 +13,12 @@ import grpc
 from flotilla.api import registry
 from flotilla.api.v1 import status_pb2, status_pb2_grpc
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
+from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
-from flotilla.clusterstatus.push_members import PushMembers
+from flotilla.clusterstatus.push_members import SUMMARY_KINDS, PushMembers
 from flotilla.credentials import SECRET_TYPE, CachedCredentials
+from flotilla.member.watches import MemberWatches
 from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.status import metrics, routing
@@ -24,7 +26,7 @@ from services.status.collection import CollectReconciler
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor
 from services.status.lifecycle import ClusterLifecycleReconciler
 from services.status.monitor import Grace
-from services.status.push import PushStatusReconciler
+from services.status.push import PushStatusReconciler, is_pull
 from services.status.servicer import ClusterHealthServicer
 
 
@@ -52,9 +54,16 @@ async def lead(ctx: ServiceContext) -> None:
     leases = manager.informer(registry.LEASE, namespace=LEASE_NAMESPACE)
     # Only the cluster-secret namespace: templates of kind Secret live under the same resource.
     secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
-    members = PushMembers(CachedCredentials(ctx.store, secrets).load, args.cluster_probe_timeout,
-                                args.cluster_status_update_frequency, args.cluster_collect_period,
-                                observe=metrics.CLUSTER_PROBE_DURATION.observe)
+    credentials = CachedCredentials(ctx.store, secrets).load
+    # Nodes and pods by watch, for the summaries: a connection of their own per member and kind.
+    watch_clients = MemberClients(ctx.store, args.cluster_probe_timeout, credentials=credentials)
+    watches = MemberWatches(ctx.clock, watch_clients.get, lambda c: not is_pull(c), _ignore_change, _ignore_synced,
+                            keep=SUMMARY_KINDS)
+    manager.on_event(clusters, watches.on_cluster)
+    manager.add_runnable("member-watches", watches.run)
+    members = PushMembers(credentials, args.cluster_probe_timeout, args.cluster_status_update_frequency,
+                          args.cluster_collect_period, observe=metrics.CLUSTER_PROBE_DURATION.observe,
+                          watches=watches)
     push_reconciler = PushStatusReconciler(
         ctx.store, clusters, ctx.extra["prober"], members, args.cluster_status_update_frequency,
         lambda key: collect.enqueue(key), ctx.events, ctx.tracer,
@@ -74,8 +83,19 @@ async def lead(ctx: ServiceContext) -> None:
     manager.watch(clusters, routing.cluster_name, push, predicate=routing.generation_changed)
     metrics.track_ready(manager, clusters)
     manager.add_runnable("health-monitor", lambda: monitor.run(args.cluster_monitor_period))
-    async with members:
-        await manager.run()
+    try:
+        async with members:
+            await manager.run()
+    finally:
+        await watch_clients.close()
+
+
+def _ignore_change(*_: object) -> None:
+    """A collection reads the caches when it is due; a change alone asks for none."""
+
+
+def _ignore_synced(*_: object) -> None:
+    pass
 
 
 SPEC = ServiceSpec(

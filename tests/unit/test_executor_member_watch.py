@@ -5,7 +5,7 @@ from __future__ import annotations
 from flotilla.api import codec
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import work_pb2
-from services.executor.member_watch import KindCache
+from flotilla.member.watches import KindCache
 from services.executor.work_status import member_objects_of
 
 

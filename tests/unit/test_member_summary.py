@@ -3,6 +3,7 @@
 from typing import Any
 
 from flotilla.member import node_summary, resource_summary
+from flotilla.member.summary import summarized_node, summarized_pod
 
 
 def node(name: str, ready: str = "True", **allocatable: str) -> dict[str, Any]:
@@ -62,3 +63,16 @@ def test_init_containers_raise_and_overhead_adds_to_the_request() -> None:
 def test_extended_resources_count_and_unknown_names_do_not() -> None:
     summary = resource_summary([], [pod("a", **{"nvidia.com/gpu": "2", "hugepages-2Mi": "4Mi", "foo": "1"})])
     assert summary["allocated"] == {"nvidia.com/gpu": "2", "hugepages-2Mi": "4Mi", "pods": "1"}
+
+
+def test_the_summarized_forms_keep_every_summary() -> None:
+    nodes = [node("a", cpu="8", memory="32Gi", pods="110"), node("b", ready="False", cpu="7500m"),
+             {"metadata": {"name": "c"}}]
+    nodes[0]["status"]["conditions"].append({"type": "MemoryPressure", "status": "True"})
+    pods = [pod("a", cpu="500m", memory="256Mi"), pod(cpu="1"), pod("a", phase="Succeeded", cpu="2"),
+            pod("a", init={"cpu": "3"}, overhead={"cpu": "100m"}, cpu="1"), {"metadata": {"name": "bare"}}]
+    slim_nodes, slim_pods = [summarized_node(n) for n in nodes], [summarized_pod(p) for p in pods]
+    assert node_summary(slim_nodes) == node_summary(nodes)
+    assert resource_summary(slim_nodes, slim_pods) == resource_summary(nodes, pods)
+    assert slim_nodes[0] == {"status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                                        "conditions": [{"type": "Ready", "status": "True"}]}}

@@ -1,6 +1,7 @@
 """Member objects by watch: one list+watch per kind in use per Ready member cluster, each
-feeding a cache the work-status reconciler reads (docs/karmada-rules.md §11; Karmada watches its
-members through per-cluster informers instead of polling them).
+feeding a cache (docs/karmada-rules.md §11; Karmada watches its members through per-cluster
+informers instead of polling them). The executor's work-status reconciler reads the objects its
+Works carry; the status service reads every node and pod for a cluster's summaries.
 
 A watch resumes from the last resourceVersion it saw (bookmarks keep that fresh), relists on
 410 Gone, and backs off on errors; every `resync` it relists anyway, a safety net against a
@@ -14,21 +15,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from flotilla.api.conditions import is_true
 from flotilla.api.v1 import cluster_pb2
-from flotilla.member import MemberError
+from flotilla.member.client import MemberClient, MemberError
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import WatchEvent
 from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.informer import EventType
-from services.executor.execution import Connect
 
 log = logging.getLogger(__name__)
 
+Connect = Callable[[cluster_pb2.Cluster], Awaitable[MemberClient]]
 Kind = tuple[str, str]  # apiVersion, kind
 ObjectKey = tuple[str, str]  # namespace, name
 # (cluster, apiVersion, kind, the (namespace, name) of its objects that changed)
@@ -40,27 +41,37 @@ WATCH_TIMEOUT = 300  # seconds a watch request stays open before it is renewed
 LIST_TIMEOUT = 60.0
 
 
+def as_json(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 @dataclass
 class KindCache:
     """The member's objects of one kind, as last listed and watched.
 
-    Each is kept as its JSON, with its resourceVersion beside it: as parsed dicts a member's
-    objects cost several times their JSON (8 KB against 1.5 KB for a simulated Deployment, so
-    65 MiB at 10,000 bindings), and the work-status reconciler reads only the few a Work carries.
+    Each is kept as `keep` makes it, with its resourceVersion beside it. By default that is its
+    JSON: as parsed dicts a member's objects cost several times their JSON (8 KB against 1.5 KB
+    for a simulated Deployment, so 65 MiB at 10,000 bindings), and the work-status reconciler
+    reads only the few a Work carries. A reader of every object keeps only the fields it reads.
     """
 
     synced: bool = False
-    objects: dict[ObjectKey, tuple[str, bytes]] = field(default_factory=dict)
+    objects: dict[ObjectKey, tuple[str, Any]] = field(default_factory=dict)
     lists: int = 0  # how many times the kind was listed: once, unless a watch could not resume
+    keep: Callable[[dict[str, Any]], Any] = as_json
 
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
-        """The object, decoded afresh (the caller may change it)."""
+        """The object, decoded afresh (the caller may change it); for caches that keep JSON."""
         found = self.objects.get(key)
         return json.loads(found[1]) if found is not None else None
 
+    def values(self) -> list[Any]:
+        """Every object, as kept."""
+        return [kept for _, kept in self.objects.values()]
+
     def replace(self, items: Iterable[dict[str, Any]]) -> set[ObjectKey]:
         """Take a fresh list; return the keys whose object changed, came or went."""
-        fresh = {_key(obj): _entry(obj) for obj in items}
+        fresh = {_key(obj): self._entry(obj) for obj in items}
         changed = {k for k in fresh.keys() | self.objects.keys()
                    if _version(fresh.get(k)) != _version(self.objects.get(k))}
         self.objects, self.synced = fresh, True
@@ -72,8 +83,11 @@ class KindCache:
         if type_ == "DELETED":
             self.objects.pop(key, None)
         else:
-            self.objects[key] = _entry(obj)
+            self.objects[key] = self._entry(obj)
         return key
+
+    def _entry(self, obj: dict[str, Any]) -> tuple[str, Any]:
+        return str((obj.get("metadata") or {}).get("resourceVersion", "")), self.keep(obj)
 
 
 def _key(obj: dict[str, Any]) -> ObjectKey:
@@ -81,12 +95,7 @@ def _key(obj: dict[str, Any]) -> ObjectKey:
     return metadata.get("namespace", ""), metadata.get("name", "")
 
 
-def _entry(obj: dict[str, Any]) -> tuple[str, bytes]:
-    version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-    return version, json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _version(entry: tuple[str, bytes] | None) -> str | None:
+def _version(entry: tuple[str, Any] | None) -> str | None:
     return None if entry is None else entry[0]
 
 
@@ -103,7 +112,7 @@ class ClusterWatch:
     def ensure(self, kind: Kind) -> KindCache:
         cache = self.caches.get(kind)
         if cache is None:
-            cache = self.caches[kind] = KindCache()
+            cache = self.caches[kind] = KindCache(keep=self.owner.keep.get(kind, as_json))
             self.tasks[kind] = asyncio.create_task(self._run(kind, cache), name=f"member-watch/{self.name}/{kind[1]}")
         return cache
 
@@ -151,7 +160,8 @@ class MemberWatches:
 
     def __init__(self, clock: Clock, connect: Connect, serves: Callable[[cluster_pb2.Cluster], bool],
                  on_change: OnChange, on_synced: Callable[[str, Kind], None], *, resync: float = 300.0,
-                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0),
+                 keep: dict[Kind, Callable[[dict[str, Any]], Any]] | None = None) -> None:
         self.clock = clock
         self.connect = connect
         self.serves = serves
@@ -159,6 +169,7 @@ class MemberWatches:
         self.on_synced = on_synced
         self.resync = resync
         self.backoff = backoff
+        self.keep = keep or {}  # how a kind's objects are kept, when not as their JSON
         self._clusters: dict[str, ClusterWatch] = {}
         self._running = False
         self._stopping: set[asyncio.Task[None]] = set()
