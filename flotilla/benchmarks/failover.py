@@ -474,6 +474,16 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         await store.close()
 
 
+def leaders_lost(logs: Path) -> dict[str, int]:
+    """How many times each service lost its leadership over the run, from its log: a plane too
+    busy to renew its leases is one that would fail over late, so it must be zero."""
+    lost = {}
+    for log in sorted(logs.glob("*.log")):
+        with log.open(errors="replace") as lines:
+            lost[log.stem] = sum("event=leader-lost" in line for line in lines)
+    return lost
+
+
 def _stop_prober(prober: subprocess.Popen[str] | None) -> dict[str, Any] | None:
     if prober is None or prober.poll() is not None:
         return None
@@ -502,6 +512,7 @@ def run(opts: Options) -> dict[str, Any]:
                                        str(plane.kubeconfigs), str(opts.probe_interval)],
                                       stdout=subprocess.PIPE, text=True)
             measured = asyncio.run(measure(plane, layout, opts, prober))
+            measured["leaders_lost"] = leaders_lost(Path(tmp) / "logs")
         finally:
             if prober is not None and prober.poll() is None:
                 prober.kill()

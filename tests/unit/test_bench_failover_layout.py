@@ -5,6 +5,7 @@ share before the failover as well as for every survivor's after it."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,14 @@ async def test_a_change_to_any_binding_wakes_the_waits() -> None:
     rb.metadata.namespace, rb.metadata.name = "bench", "app-00001-deployment"
     await watcher.on_binding(EventType.MODIFIED, rb, None)
     assert watcher.changed.is_set()
+
+
+def test_leaders_lost_are_counted_per_service_from_the_logs(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "executor.log").write_text(
+        "x INFO service=executor flotilla.store.leader event=leader-acquired key=/flotilla/election/executor\n"
+        "x WARNING service=executor flotilla.store.leader event=leader-lost key=/flotilla/election/executor\n"
+        "x WARNING service=executor flotilla.store.leader event=leader-lost key=/flotilla/election/executor\n")
+    (logs / "status.log").write_text("x INFO service=status event=cluster-ready cluster=member1\n")
+    assert failover.leaders_lost(logs) == {"executor": 2, "status": 0}
