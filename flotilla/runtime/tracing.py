@@ -7,7 +7,6 @@ its data directory so traces are readable without a collector.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Sequence
@@ -28,7 +27,9 @@ class JsonLinesSpanExporter(SpanExporter):
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        lines = "".join(json.dumps(json.loads(s.to_json()), separators=(",", ":")) + "\n" for s in spans)
+        # indent=None: one line as the SDK writes it (it indents by default; reparsing that to
+        # compact it was 4% of a busy executor's samples in a failover).
+        lines = "".join(s.to_json(indent=None) + "\n" for s in spans)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             # One write call per batch keeps lines from different processes whole (O_APPEND).
             f.write(lines)
