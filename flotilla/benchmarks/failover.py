@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -295,6 +296,7 @@ class Options:
     replicas: int = 1
     timeout: float = 600.0
     failure_threshold: str = "3s"
+    keep_logs: Path | None = None
     probe_interval: float = 0.05
     concurrency: int = 16
 
@@ -474,6 +476,14 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         await store.close()
 
 
+def keep_logs(data_dir: Path, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    if (data_dir / "logs").is_dir():
+        shutil.copytree(data_dir / "logs", into / "logs", dirs_exist_ok=True)
+    if (data_dir / "traces.jsonl").is_file():
+        shutil.copy2(data_dir / "traces.jsonl", into / "traces.jsonl")
+
+
 def leaders_lost(logs: Path) -> dict[str, int]:
     """How many times each service lost its leadership over the run, from its log: a plane too
     busy to renew its leases is one that would fail over late, so it must be zero."""
@@ -518,6 +528,8 @@ def run(opts: Options) -> dict[str, Any]:
                 prober.kill()
                 prober.wait()
             plane.stop()
+            if opts.keep_logs is not None:
+                keep_logs(Path(tmp), opts.keep_logs)
     return {"clusters": opts.clusters, "bindings": opts.bindings, "replicas": opts.replicas,
             "affected": [n for _, n in layout.victims], "failure_threshold": opts.failure_threshold,
             "waits": FAST_WAITS, "cpus": os.cpu_count(), "load_average_start": [round(x, 2) for x in load_start],
@@ -545,6 +557,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long a member must fail its probes before it is not Ready (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="give up on the rollout, and on each failover, after this long (default %(default)gs)")
+    parser.add_argument("--keep-logs", type=Path, default=None, metavar="DIR",
+                        help="copy the services' logs and the trace file into DIR before the plane's "
+                             "directory is removed")
 
 
 def options(args: argparse.Namespace) -> Options:
@@ -553,7 +568,7 @@ def options(args: argparse.Namespace) -> Options:
     else:
         affected = [args.affected or max(1, args.bindings // 10)]
     return Options(clusters=args.clusters, bindings=args.bindings, affected=affected, replicas=args.replicas,
-                   timeout=args.timeout, failure_threshold=args.failure_threshold)
+                   timeout=args.timeout, failure_threshold=args.failure_threshold, keep_logs=args.keep_logs)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -52,3 +52,13 @@ def test_leaders_lost_are_counted_per_service_from_the_logs(tmp_path: Path) -> N
         "x WARNING service=executor flotilla.store.leader event=leader-lost key=/flotilla/election/executor\n")
     (logs / "status.log").write_text("x INFO service=status event=cluster-ready cluster=member1\n")
     assert failover.leaders_lost(logs) == {"executor": 2, "status": 0}
+
+
+def test_keep_logs_copies_the_logs_and_the_trace_file(tmp_path: Path) -> None:
+    plane = tmp_path / "plane"
+    (plane / "logs").mkdir(parents=True)
+    (plane / "logs" / "executor.log").write_text("line\n")
+    (plane / "traces.jsonl").write_text("{}\n")
+    failover.keep_logs(plane, tmp_path / "kept")
+    assert (tmp_path / "kept" / "logs" / "executor.log").read_text() == "line\n"
+    assert (tmp_path / "kept" / "traces.jsonl").read_text() == "{}\n"
