@@ -189,6 +189,56 @@ def api_group_list(catalog: Catalog) -> dict[str, Any]:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
+# Aggregated discovery (apidiscovery.k8s.io/v2, GA in Kubernetes 1.30): every group, version and
+# resource in the answer to /api or /apis, which client-go (kubectl, Karmada) asks for first.
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated_discovery(accept: str) -> bool:
+    """Whether the Accept header's first entry this server can answer is the aggregated JSON
+    document (a protobuf entry ahead of it is passed over: the simulator speaks JSON only)."""
+    for entry in accept.split(","):
+        media, *params = (part.strip() for part in entry.split(";"))
+        options = dict(p.partition("=")[::2] for p in params)
+        if media in ("application/json", "*/*") and options.get("as") == "APIGroupDiscoveryList":
+            if options.get("g") == "apidiscovery.k8s.io" and options.get("v") == "v2":
+                return True
+            continue
+        if media in ("application/json", "*/*", "application/*") and "as" not in options:
+            return False
+    return False
+
+
+def aggregated_discovery(catalog: Catalog, core: bool) -> dict[str, Any]:
+    """The APIGroupDiscoveryList of the core group (/api) or of every other group (/apis)."""
+    items = []
+    for group, versions in catalog.group_versions().items():
+        if bool(group) == core:
+            continue
+        items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": [
+            {"version": v, "resources": [_discovered(t) for t in sorted(catalog.in_group_version(group, v),
+                                                                          key=lambda t: t.plural)],
+             "freshness": "Current"} for v in versions]})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+
+
+def _discovered(t: ResourceType) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "resource": t.plural, "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},
+        "scope": "Namespaced" if t.namespaced else "Cluster", "singularResource": t.singular, "verbs": VERBS}
+    if t.short_names:
+        entry["shortNames"] = list(t.short_names)
+    if t.categories:
+        entry["categories"] = list(t.categories)
+    if t.subresources:
+        entry["subresources"] = [{
+            "subresource": sub, "verbs": SUBRESOURCE_VERBS,
+            "responseKind": ({"group": "autoscaling", "version": "v1", "kind": "Scale"} if sub == "scale"
+                             else {"group": t.group, "version": t.version, "kind": t.kind}),
+        } for sub in t.subresources]
+    return entry
+
+
 def api_resource_list(catalog: Catalog, group: str, version: str) -> dict[str, Any] | None:
     types = catalog.in_group_version(group, version)
     if not types:

@@ -22,7 +22,17 @@ import yaml
 from aiohttp import web
 
 from sim import errors, openapi, schemas, tables, watch
-from sim.catalog import CRD, ResourceType, api_group, api_group_list, api_resource_list, api_versions
+from sim.catalog import (
+    AGGREGATED_DISCOVERY,
+    CRD,
+    ResourceType,
+    aggregated_discovery,
+    api_group,
+    api_group_list,
+    api_resource_list,
+    api_versions,
+    wants_aggregated_discovery,
+)
 from sim.cluster import SimCluster
 from sim.faults import Fault
 from sim.state import APPLY_PATCH
@@ -81,6 +91,9 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
         return web.Response(body=body, headers={"Content-Type": content_type})
     if not segments or segments[0] not in ("api", "apis"):
         raise errors.path_not_found()
+    if segments in (["api"], ["apis"]) and wants_aggregated_discovery(request.headers.get("Accept", "")):
+        return web.Response(body=json.dumps(aggregated_discovery(catalog, core=segments == ["api"])).encode(),
+                            headers={"Content-Type": AGGREGATED_DISCOVERY})
     if segments == ["api"]:
         return json_response(api_versions(request.host))
     if segments == ["apis"]:

@@ -22,7 +22,7 @@ import aiohttp
 import flotilla
 from flotilla.member import Credentials, Health, MemberError
 from flotilla.member.client import probe_health, ssl_context
-from flotilla.member.discovery import api_enablements, group_versions
+from flotilla.member.discovery import AGGREGATED_ACCEPT, api_enablements, group_versions, resource_lists
 
 _USER_AGENT = f"flotilla/{flotilla.__version__}"
 
@@ -72,8 +72,9 @@ class MemberSession:
 
         return await probe_health(status_of)
 
-    async def get_json(self, credentials: Credentials, path: str, operation: str) -> dict[str, Any]:
-        status, body = await self.get(credentials, path, operation)
+    async def get_json(self, credentials: Credentials, path: str, operation: str,
+                       accept: str = "application/json") -> dict[str, Any]:
+        status, body = await self.get(credentials, path, operation, accept)
         if status != 200:
             raise MemberError(credentials.server, operation, f"HTTP {status}: {body[:200].decode(errors='replace')}",
                               status=status)
@@ -105,9 +106,13 @@ class MemberReader:
         return str((await self._get("/version", "get version")).get("gitVersion", ""))
 
     async def api_enablements(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """As `MemberClient.api_enablements`, one group/version after another on one connection."""
-        core = await self._get("/api", "discover API versions")
-        groups = await self._get("/apis", "discover API groups")
+        """As `MemberClient.api_enablements`: two requests where the member serves aggregated
+        discovery, else one group/version after another on one connection."""
+        core = await self.http.get_json(self.credentials, "/api", "discover API versions", AGGREGATED_ACCEPT)
+        groups = await self.http.get_json(self.credentials, "/apis", "discover API groups", AGGREGATED_ACCEPT)
+        aggregated = resource_lists(core, groups)
+        if aggregated is not None:
+            return api_enablements(aggregated)
         lists = []
         for gv in group_versions(core, groups):
             path = f"/api/{gv}" if "/" not in gv else f"/apis/{gv}"

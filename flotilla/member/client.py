@@ -27,7 +27,14 @@ import aiohttp
 
 import flotilla
 from flotilla.member.credentials import Credentials
-from flotilla.member.discovery import ApiResource, api_enablements, group_versions, resources_of
+from flotilla.member.discovery import (
+    AGGREGATED_ACCEPT,
+    ApiResource,
+    api_enablements,
+    group_versions,
+    resource_lists,
+    resources_of,
+)
 
 __all__ = ["Health", "MemberClient", "MemberError", "WatchEvent", "probe_health", "ssl_context"]
 
@@ -117,9 +124,14 @@ class MemberClient:
         """[(groupVersion, [(resource, kind)])] as Karmada reports them; MemberError if any
         group/version cannot be read (the caller decides what a partial answer means)."""
         core, groups = await asyncio.gather(
-            self._request("GET", "/api", "discover API versions"),
-            self._request("GET", "/apis", "discover API groups"),
+            self._request("GET", "/api", "discover API versions", accept=AGGREGATED_ACCEPT),
+            self._request("GET", "/apis", "discover API groups", accept=AGGREGATED_ACCEPT),
         )
+        aggregated = resource_lists(core, groups)
+        if aggregated is not None:
+            for resource_list in aggregated:
+                self._remember(resource_list)
+            return api_enablements(aggregated)
         lists = await asyncio.gather(*(self._discover(gv) for gv in group_versions(core, groups)))
         return api_enablements(list(lists))
 
@@ -265,8 +277,11 @@ class MemberClient:
     async def _discover(self, group_version: str) -> dict[str, Any]:
         path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
         resource_list = await self._request("GET", path, f"discover {group_version}")
-        self._resources[group_version] = {r.kind: r for r in resources_of(resource_list)}
+        self._remember(resource_list)
         return resource_list
+
+    def _remember(self, resource_list: dict[str, Any]) -> None:
+        self._resources[str(resource_list.get("groupVersion", ""))] = {r.kind: r for r in resources_of(resource_list)}
 
     # -- transport ---------------------------------------------------------------------------
 
@@ -277,8 +292,9 @@ class MemberClient:
 
     async def _request(self, method: str, path: str, operation: str, *,
                        query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
-                       content_type: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-        headers = {**self._headers, "Accept": "application/json"}
+                       content_type: str | None = None, timeout: float | None = None,
+                       accept: str = "application/json") -> dict[str, Any]:
+        headers = {**self._headers, "Accept": accept}
         data = None
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"

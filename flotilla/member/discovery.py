@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ApiResource", "api_enablements", "group_versions", "resources_of"]
+__all__ = ["AGGREGATED_ACCEPT", "ApiResource", "api_enablements", "group_versions", "resource_lists",
+           "resources_of"]
+
+# Aggregated discovery first, as client-go asks (Kubernetes 1.30+ answers /api and /apis with
+# every group's resources in one document); a server without it answers the plain documents.
+AGGREGATED_ACCEPT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,22 @@ def group_versions(core: dict[str, Any], groups: dict[str, Any]) -> list[str]:
     for group in groups.get("groups") or []:
         found.extend(str(v["groupVersion"]) for v in group.get("versions") or [] if v.get("groupVersion"))
     return found
+
+
+def resource_lists(core: dict[str, Any], groups: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The APIResourceLists that aggregated discovery answers for /api and /apis hold, or None
+    when they are the plain documents (the caller then reads each group/version's list)."""
+    if core.get("kind") != "APIGroupDiscoveryList" or groups.get("kind") != "APIGroupDiscoveryList":
+        return None
+    lists = []
+    for group in [*(core.get("items") or []), *(groups.get("items") or [])]:
+        name = str((group.get("metadata") or {}).get("name") or "")
+        for version in group.get("versions") or []:
+            lists.append({"groupVersion": f"{name}/{version.get('version')}" if name else str(version.get("version")),
+                          "resources": [{"name": r.get("resource"), "kind": (r.get("responseKind") or {}).get("kind"),
+                                         "namespaced": r.get("scope") == "Namespaced"}
+                                        for r in version.get("resources") or []]})
+    return lists
 
 
 def resources_of(resource_list: dict[str, Any]) -> list[ApiResource]:

@@ -1,6 +1,16 @@
 """Discovery documents -> apiEnablements, as Karmada collects them."""
 
-from flotilla.member.discovery import ApiResource, api_enablements, group_versions, resources_of
+import pytest
+
+from flotilla.member.discovery import (
+    AGGREGATED_ACCEPT,
+    ApiResource,
+    api_enablements,
+    group_versions,
+    resource_lists,
+    resources_of,
+)
+from sim.catalog import Catalog, aggregated_discovery, api_resource_list, wants_aggregated_discovery
 
 APPS = {"groupVersion": "apps/v1", "resources": [
     {"name": "statefulsets", "kind": "StatefulSet", "namespaced": True},
@@ -34,3 +44,32 @@ def test_enablements_are_sorted_by_group_version_then_name() -> None:
         ("batch/v1", []),
         ("v1", [("nodes", "Node"), ("pods", "Pod")]),
     ]
+
+
+def test_aggregated_discovery_reads_as_the_plain_documents() -> None:
+    catalog = Catalog.with_builtins()
+    plain = [api_resource_list(catalog, g, v) for g, vs in catalog.group_versions().items() for v in vs]
+    lists = resource_lists(aggregated_discovery(catalog, core=True), aggregated_discovery(catalog, core=False))
+    assert lists is not None
+    assert api_enablements(lists) == api_enablements([p for p in plain if p is not None])
+    by_version = {resource_list["groupVersion"]: resources_of(resource_list) for resource_list in lists}
+    assert ApiResource("apps/v1", "deployments", "Deployment", True) in by_version["apps/v1"]
+    assert ApiResource("v1", "nodes", "Node", False) in by_version["v1"]
+
+
+def test_plain_discovery_documents_are_not_aggregated() -> None:
+    assert resource_lists({"kind": "APIVersions", "versions": ["v1"]}, {"kind": "APIGroupList", "groups": []}) is None
+
+
+@pytest.mark.parametrize(("accept", "aggregated"), [
+    (AGGREGATED_ACCEPT, True),
+    ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", True),
+    # client-go's own order; protobuf first passed over, the simulator speaking JSON only.
+    ("application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json", True),
+    ("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json", False),
+    ("application/json", False), ("", False), ("*/*", False),
+    ("application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", False),
+])
+def test_the_simulator_answers_aggregated_discovery_when_asked_first(accept: str, aggregated: bool) -> None:
+    assert wants_aggregated_discovery(accept) is aggregated
