@@ -31,6 +31,7 @@ PROFILES: dict[str, dict[str, str]] = {
         "FLOTILLA_POD_READY_DELAY": "1s",
         "FLOTILLA_UNSCHEDULABLE_RETRY_PERIOD": "3s",
         "FLOTILLA_CAPACITY_RESERVATION_TTL": "5s",
-        "FLOTILLA_WORK_STATUS_RESYNC_PERIOD": "60s",
+        # A safety net against a missed member event, never a way of learning status: every few minutes.
+        "FLOTILLA_WORK_STATUS_RESYNC_PERIOD": "3m",
     },
 }
