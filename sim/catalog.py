@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim.accept import negotiated
+
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update"]
 SUBRESOURCE_VERBS = ["get", "patch", "update"]
 
@@ -195,18 +197,9 @@ AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupD
 
 
 def wants_aggregated_discovery(accept: str) -> bool:
-    """Whether the Accept header's first entry this server can answer is the aggregated JSON
-    document (a protobuf entry ahead of it is passed over: the simulator speaks JSON only)."""
-    for entry in accept.split(","):
-        media, *params = (part.strip() for part in entry.split(";"))
-        options = dict(p.partition("=")[::2] for p in params)
-        if media in ("application/json", "*/*") and options.get("as") == "APIGroupDiscoveryList":
-            if options.get("g") == "apidiscovery.k8s.io" and options.get("v") == "v2":
-                return True
-            continue
-        if media in ("application/json", "*/*", "application/*") and "as" not in options:
-            return False
-    return False
+    """Whether the Accept header asks for the aggregated JSON document before plain JSON (a
+    protobuf entry ahead of it is passed over: the simulator speaks JSON only)."""
+    return negotiated(accept, "APIGroupDiscoveryList", "apidiscovery.k8s.io", ("v2",)) is not None
 
 
 def aggregated_discovery(catalog: Catalog, core: bool) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
 from flotilla.cli.age import human_duration, since_text
+from sim.accept import negotiated
 from sim.catalog import ResourceType
 
 Obj = dict[str, Any]
@@ -42,17 +43,8 @@ class Column:
 
 def table_version(accept: str) -> str | None:
     """The Table version the Accept header asks for first ("v1" or "v1beta1"), or None for a plain
-    object. Entries are tried in order, as the API server does."""
-    for entry in accept.split(","):
-        media, *params = (part.strip() for part in entry.split(";"))
-        options = dict(p.partition("=")[::2] for p in params)
-        if media in ("application/json", "*/*") and options.get("as") == "Table":
-            if options.get("g") == "meta.k8s.io" and options.get("v") in TABLE_VERSIONS:
-                return options["v"]
-            continue
-        if media in ("application/json", "*/*", "application/*") and "as" not in options:
-            return None
-    return None
+    object."""
+    return negotiated(accept, "Table", "meta.k8s.io", TABLE_VERSIONS)
 
 
 def printed(accept: str, include_object: str | None, t: ResourceType, body: Obj, now: datetime,

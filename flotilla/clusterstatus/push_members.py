@@ -7,6 +7,7 @@ member's nodes and pods are listed as before."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -67,11 +68,11 @@ class PushMembers:
         self.collection = MemberSession(timeout, keepalive_for(max(probe_period, collect_period)))
 
     async def get(self, cluster: cluster_pb2.Cluster) -> PushMember:
+        member = PushMember(self.collection, await self.credentials(cluster), self.probes)
         watches = self.watches
         if watches is None:
-            return PushMember(self.collection, await self.credentials(cluster), self.probes)
-        return PushMember(self.collection, await self.credentials(cluster), self.probes,
-                          lambda kind: watches.cache(cluster, kind))
+            return member
+        return dataclasses.replace(member, cached=lambda kind: watches.cache(cluster, kind))
 
     async def __aenter__(self) -> PushMembers:
         self.probes.start()

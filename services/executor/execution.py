@@ -46,7 +46,6 @@ APPLIED, DISPATCHING = "Applied", "Dispatching"
 UNKNOWN = "Unknown"
 
 
-
 # A Work whose cluster is not Ready waits for it: the cluster turning Ready re-enqueues the
 # cluster's Works at once (routing.readiness_changed), so this is only a safety net. As an error
 # retried with per-key backoff from 5 ms, the thousand old Works of a failed member, deleted as

@@ -57,7 +57,7 @@ async def lead(ctx: ServiceContext) -> None:
     credentials = CachedCredentials(ctx.store, secrets).load
     # Nodes and pods by watch, for the summaries: a connection of their own per member and kind.
     watch_clients = MemberClients(ctx.store, args.cluster_probe_timeout, credentials=credentials)
-    watches = MemberWatches(ctx.clock, watch_clients.get, lambda c: not is_pull(c), _ignore_change, _ignore_synced,
+    watches = MemberWatches(ctx.clock, watch_clients.get, lambda c: not is_pull(c), _no_reaction, _no_reaction,
                             keep=SUMMARY_KINDS)
     manager.on_event(clusters, watches.on_cluster)
     manager.add_runnable("member-watches", watches.run)
@@ -90,12 +90,8 @@ async def lead(ctx: ServiceContext) -> None:
         await watch_clients.close()
 
 
-def _ignore_change(*_: object) -> None:
-    """A collection reads the caches when it is due; a change alone asks for none."""
-
-
-def _ignore_synced(*_: object) -> None:
-    pass
+def _no_reaction(*_: object) -> None:
+    """A collection reads the caches when it is due; a change or a sync alone asks for none."""
 
 
 SPEC = ServiceSpec(
