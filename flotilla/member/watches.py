@@ -4,10 +4,14 @@ informers instead of polling them). The executor's work-status reconciler reads 
 Works carry; the status service reads every node and pod for a cluster's summaries.
 
 A watch resumes from the last resourceVersion it saw (bookmarks keep that fresh), relists on
-410 Gone, and backs off on errors; every `resync` it relists anyway, a safety net against a
-missed event. A cluster that is not Ready has no watches and no cache: its watches stop when it
-leaves Ready and start again, from a fresh list, when a Work of it is next reconciled. Each
-cluster's watches are tasks of their own, so a slow or hung member delays only its own Works.
+410 Gone, and backs off on errors. Every `resync` each cached object is reported as changed
+again, from the cache, as client-go's informers resync: a reaction that failed or was lost is
+made again, and nothing is listed (a relist of every member's every kind at once was a burst of
+work for the members and for this process, and the watch already keeps the cache whole).
+
+A cluster that is not Ready has no watches and no cache: its watches stop when it leaves Ready
+and start again, from a fresh list, when a Work of it is next reconciled. Each cluster's watches
+are tasks of their own, so a slow or hung member delays only its own Works.
 """
 
 from __future__ import annotations
@@ -127,12 +131,15 @@ class ClusterWatch:
         while True:
             try:
                 client = await owner.connect(self.cluster)
-                if not version or clock.monotonic() >= resync_at:
+                if not version:
                     items, version = await client.list_versioned(api_version, kind_name, LIST_TIMEOUT)
                     changed = cache.replace(items)
                     resync_at = clock.monotonic() + owner.resync
                     owner.on_change(self.name, api_version, kind_name, changed)
                     owner.on_synced(self.name, kind)
+                elif clock.monotonic() >= resync_at:
+                    resync_at = clock.monotonic() + owner.resync
+                    owner.on_change(self.name, api_version, kind_name, list(cache.objects))
                 timeout = max(1, min(WATCH_TIMEOUT, int(resync_at - clock.monotonic()) + 1))
                 async for event in client.watch(api_version, kind_name, version, timeout, LIST_TIMEOUT):
                     version = event.resource_version or version

@@ -5,6 +5,7 @@ and a stalled member holds back only its own Works."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 import pytest
 
@@ -98,3 +99,28 @@ async def test_a_stalled_member_holds_back_only_its_own_works(store: Store, star
         assert health_of(manager.works, keys["member2"])[0] == "Healthy"  # not seen yet: it is stalled
         stalled.set_fault("recover")
         await watch.until(lambda: health_of(manager.works, keys["member2"])[0] == "Unhealthy")
+
+
+async def test_a_resync_reports_the_cached_objects_again_without_a_list(store: Store, start_sim: StartSim) -> None:
+    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
+    key = await joined_work(store, server, "member1", 1)
+    async with executing(store) as manager:
+        manager.watches.resync = 0.2
+        deployment = ("member1", "Deployment", [("default", "nginx")])
+        reported: list[tuple[str, str, list[tuple[str, str]]]] = []
+        again = asyncio.Event()
+        react = manager.watches.on_change
+
+        def record(cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> None:
+            objects = list(objects)
+            reported.append((cluster, kind, objects))
+            if reported.count(deployment) >= 4:
+                again.set()
+            react(cluster, api_version, kind, objects)
+
+        manager.watches.on_change = record
+        await Watch(manager.works).until(lambda: health_of(manager.works, key) == ("Healthy", 1))
+        # Nothing changes on the member once it is Healthy: what keeps coming is the resync.
+        await asyncio.wait_for(again.wait(), 30)
+        assert lists(manager, "member1") == 1
+        assert health_of(manager.works, key) == ("Healthy", 1)
