@@ -76,6 +76,8 @@ class BindingCache(Protocol):
 
     def by_index(self, name: str, value: str) -> list[Binding]: ...
 
+    def index_keys(self, name: str, value: str) -> frozenset[str]: ...
+
 
 def cached(caches: Mapping[str, BindingCache], key: str) -> Binding | None:
     """The binding a queue key names, from the cache of its kind; None when gone or being deleted."""
@@ -88,4 +90,4 @@ def cached(caches: Mapping[str, BindingCache], key: str) -> Binding | None:
 
 def keys_by_index(caches: Mapping[str, BindingCache], index: str, value: str) -> list[str]:
     """The queue keys of every binding, of either kind, under `value` in the caches' `index`."""
-    return [key_of(b) for cache in caches.values() for b in cache.by_index(index, value)]
+    return [binding_key(kind, key) for kind, cache in caches.items() for key in sorted(cache.index_keys(index, value))]

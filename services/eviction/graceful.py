@@ -189,10 +189,11 @@ class GracefulEvictionReconciler:
         cluster = task.from_cluster
         # Looked up, not scanned: a thousand tasks dropped over ten thousand bindings would be
         # ten million comparisons.
-        for informer in self.bindings.values():
-            for other in informer.by_index(OPEN_FAILOVERS, f"{trace_id}/{cluster}"):
-                if object_key(other.metadata.namespace, other.metadata.name) != key:
-                    return
+        own_kind = kind_of(binding).kind
+        for kind, informer in self.bindings.items():
+            others = informer.index_keys(OPEN_FAILOVERS, f"{trace_id}/{cluster}")
+            if others - {key} if kind == own_kind else others:
+                return
         now = self.clock.now()
         start = self._fault_time(cluster) or task.creation_timestamp.ToDatetime(tzinfo=now.tzinfo)
         attributes: dict[str, str | float] = {**failover_attributes("failover-closed", cluster=cluster)}

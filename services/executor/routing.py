@@ -273,5 +273,5 @@ def readiness_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
 
 
 def works_of_cluster(works_informer: Informer[work_pb2.Work]) -> ToKeys[cluster_pb2.Cluster]:
-    return lambda event: [object_key(w) for w in works_informer.by_index(
-        WORK_NAMESPACE_INDEX, execution_namespace(event.obj.metadata.name))]
+    return lambda event: sorted(works_informer.index_keys(WORK_NAMESPACE_INDEX,
+                                                          execution_namespace(event.obj.metadata.name)))

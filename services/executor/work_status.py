@@ -28,6 +28,7 @@ from flotilla.store.informer import Informer
 from services.executor.applied import AppliedGenerations, member_key
 from services.executor.cached_write import CachedStatusWriter
 from services.executor.execution import APPLIED, manifests
+from services.executor.routing import WORK_NAMESPACE_INDEX
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +93,12 @@ class WorkStatusReconciler:
 
     def works_of(self, cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> list[str]:
         """The keys of the Works carrying these member objects."""
-        return [f"{w.metadata.namespace}/{w.metadata.name}" for namespace, name in objects
-                for w in self.works.by_index(MEMBER_OBJECT_INDEX, member_object(cluster, api_version, kind, namespace,
-                                                                                name))]
+        return [key for namespace, name in objects
+                for key in self.works.index_keys(MEMBER_OBJECT_INDEX,
+                                                 member_object(cluster, api_version, kind, namespace, name))]
 
     def works_of_cluster(self, cluster: str) -> list[str]:
-        return [f"{w.metadata.namespace}/{w.metadata.name}"
-                for w in self.works.by_index("namespace", execution_namespace(cluster))]
+        return list(self.works.index_keys(WORK_NAMESPACE_INDEX, execution_namespace(cluster)))
 
     async def reconcile(self, key: str) -> None:
         work = self.works.get(key)

@@ -380,6 +380,7 @@ async def test_informer_cache_index_and_events(backend: Backend, compact: bool) 
         await store.delete(cluster_pb2.Cluster, "", "a")
         await rec.wait_for(5)
         assert [o.metadata.name for o in informer.by_index("region", "eu")] == ["b"]
+        assert informer.index_keys("region", "us") == {"c"} and informer.index_keys("region", "asia") == set()
         assert informer.get("a") is None
         got = informer.get("c")
         assert got is not None and got.metadata.annotations["n"] == "1"

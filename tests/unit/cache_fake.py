@@ -27,3 +27,7 @@ class Cache:
     def by_index(self, name: str, value: str) -> list[Any]:
         func = self.indexers[name]
         return [o for k, o in sorted(self.objects.items()) if value in func(o)]
+
+    def index_keys(self, name: str, value: str) -> frozenset[str]:
+        func = self.indexers[name]
+        return frozenset(k for k, o in self.objects.items() if value in func(o))
