@@ -16,6 +16,7 @@ from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys, WatchEvent
 from flotilla.store.informer import EventType, Informer
 from services.taint_manager.evictor import EvictorState
+from services.taint_manager.protection import region_of
 from services.taint_manager.tolerations import current_taints
 
 CLUSTER_INDEX = "cluster"
@@ -26,6 +27,17 @@ M = TypeVar("M", bound=Message)
 def needs_no_evicting(cluster: cluster_pb2.Cluster) -> bool:
     return is_true(cluster.status.conditions, "Ready") and not any(
         t.effect == EFFECT_NO_EXECUTE for t in current_taints(cluster))
+
+
+def _protection_inputs(cluster: cluster_pb2.Cluster) -> tuple[str, bool, bool]:
+    return region_of(cluster), is_true(cluster.status.conditions, "Ready"), needs_no_evicting(cluster)
+
+
+def protection_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    """What eviction protection reads of a cluster (its region and health; whether it still has
+    evictions to hold) changed, or the cluster came or went."""
+    return (event.type is not EventType.MODIFIED or event.old is None
+            or _protection_inputs(event.old) != _protection_inputs(event.obj))
 
 
 def index_by_cluster(binding: Binding) -> list[str]:

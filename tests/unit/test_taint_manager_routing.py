@@ -128,3 +128,26 @@ def collected(c: cluster_pb2.Cluster, pods: int) -> cluster_pb2.Cluster:
 def test_the_bindings_on_a_cluster_are_looked_at_when_its_taints_or_readiness_change(
         event: WatchEvent[Any], looks: bool) -> None:
     assert routing.eviction_inputs_changed(event) is looks
+
+
+def in_region(c: cluster_pb2.Cluster, region: str) -> cluster_pb2.Cluster:
+    c.spec.region = region
+    return c
+
+
+@pytest.mark.parametrize(("event", "observed"), [
+    (WatchEvent(ADDED, cluster("m1")), True),
+    (WatchEvent(DELETED, cluster("m1")), True),
+    (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1")), True),
+    (WatchEvent(MODIFIED, cluster("m1"), cluster("m1", "False")), True),
+    (WatchEvent(MODIFIED, cluster("m1", no_execute=True), cluster("m1", "False", no_execute=True)), True),
+    # A NoExecute taint other than readiness's removed from a Ready cluster: its held evictions go.
+    (WatchEvent(MODIFIED, cluster("m1"), cluster("m1", no_execute=True, taint_key="maintenance")), True),
+    (WatchEvent(MODIFIED, in_region(cluster("m1"), "eu"), cluster("m1")), True),
+    (WatchEvent(MODIFIED, collected(cluster("m1"), 7), cluster("m1")), False),
+    (WatchEvent(MODIFIED, collected(cluster("m1", "False", no_execute=True), 7),
+                cluster("m1", "False", no_execute=True)), False),
+])
+def test_eviction_protection_looks_again_when_a_clusters_region_or_health_changes(
+        event: WatchEvent[Any], observed: bool) -> None:
+    assert routing.protection_inputs_changed(event) is observed
