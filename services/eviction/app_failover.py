@@ -121,7 +121,7 @@ class ApplicationFailoverReconciler:
             written = await self.store.update(updated, original=binding)
         if not decision.evict:
             return
-        template = await template_of(self.store, binding)
+        template = template_of(binding)
         for cluster in decision.evict:
             count_eviction(cluster, binding.spec.resource)
             log.info("event=application-failover binding=%s kind=%s cluster=%s", key, binding.kind, cluster)

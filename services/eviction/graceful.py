@@ -171,7 +171,7 @@ class GracefulEvictionReconciler:
                      key, binding.kind, cluster, dropped.why.value)
             message = f"Evict from cluster {cluster} succeed."
             await self._event(written, message)
-            template = await template_of(self.store, binding)
+            template = template_of(binding)
             if template is not None:
                 await self._event(template, message)
         for dropped in verdict.dropped:

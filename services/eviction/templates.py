@@ -7,14 +7,18 @@ from google.protobuf.message import Message
 
 from flotilla.api import registry
 from flotilla.api.bindings import Binding
-from flotilla.store import ObjectStore
+from flotilla.api.v1 import meta_pb2
 
 
-async def template_of(store: ObjectStore, binding: Binding) -> Message | None:
+def template_of(binding: Binding) -> Message | None:
+    """The template as the binding refers to it, as Karmada records a template's Events: from the
+    binding's `spec.resource`, without reading the template (a read per evicted binding)."""
     resource = binding.spec.resource
     try:
-        rt = registry.for_kind(resource.api_version, resource.kind)
+        registry.for_kind(resource.api_version, resource.kind)
     except registry.UnknownResourceError:
         return None
-    template: Message | None = await store.try_get(rt, resource.namespace, resource.name)
+    template = meta_pb2.Unstructured(api_version=resource.api_version, kind=resource.kind)
+    template.metadata.namespace, template.metadata.name = resource.namespace, resource.name
+    template.metadata.uid = resource.uid
     return template

@@ -116,8 +116,10 @@ def dropped_count(reason: str) -> float:
 
 async def test_a_task_is_stamped_then_dropped_exactly_at_its_deadline(store: MemoryStore) -> None:
     clock = FakeClock(start=RealClock().now().replace(microsecond=0))
-    await store.create(deployment())
-    await create_scheduled(store, binding({"member2": 3}, ["member1"]), {"member2": "Unknown"})
+    template = await store.create(deployment())
+    rb = binding({"member2": 3}, ["member1"])
+    rb.spec.resource.uid = template.metadata.uid
+    await create_scheduled(store, rb, {"member2": "Unknown"})
     before = dropped_count("GracePeriodExpired")
     async with running(store, clock, timeout=timedelta(seconds=300)) as controllers:
         watch = Watch(controllers.bindings["ResourceBinding"])
@@ -138,6 +140,11 @@ async def test_a_task_is_stamped_then_dropped_exactly_at_its_deadline(store: Mem
     for obj_kind in ("ResourceBinding", "Deployment"):
         assert [e.message for e in await events(store, "EvictWorkloadFromClusterSucceed")
                 if e.involved_object.kind == obj_kind] == ["Evict from cluster member1 succeed."]
+    # The template's Event names it as the binding refers to it, as Karmada's does.
+    [on_template] = [e.involved_object for e in await events(store, "EvictWorkloadFromClusterSucceed")
+                     if e.involved_object.kind == "Deployment"]
+    assert (on_template.api_version, on_template.namespace, on_template.name, on_template.uid) == (
+        "apps/v1", "default", "nginx", template.metadata.uid)
 
 
 async def test_dropped_once_every_new_placement_is_healthy_and_a_restart_keeps_the_clock(
