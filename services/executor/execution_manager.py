@@ -48,10 +48,10 @@ class ExecutionManager:
         self.work_status = WorkStatusReconciler(store, clock, self.works, self.clusters, self.watches,
                                                 self.interpreter, events, applied)
         self.status = manager.controller("work-status", self.work_status, workers=workers)
-        manager.watch(self.works, routing.work, self.execution, predicate=routing.not_deleted)
+        manager.watch(self.works, routing.work, self.execution, predicate=routing.work_apply_state_changed)
         manager.watch(self.clusters, routing.works_of_cluster(self.works), self.execution,
                       predicate=routing.readiness_changed)
-        manager.watch(self.works, routing.work, self.status, predicate=routing.not_deleted)
+        manager.watch(self.works, routing.work, self.status, predicate=routing.work_apply_state_changed)
         manager.watch(self.clusters, routing.works_of_cluster(self.works), self.status,
                       predicate=routing.readiness_changed)
         manager.on_event(self.clusters, self.watches.on_cluster)

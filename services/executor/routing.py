@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 
 from flotilla.api import keys, registry
 from flotilla.api.bindings import Binding, binding_key
-from flotilla.api.conditions import is_true
+from flotilla.api.conditions import get_condition, is_true
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
@@ -35,6 +35,7 @@ from services.executor.detector import (
     template_key_of,
     template_key_of_binding,
 )
+from services.executor.execution import APPLIED
 from services.executor.policy_match import Policy
 
 RB, CRB = registry.RESOURCE_BINDING.kind, registry.CLUSTER_RESOURCE_BINDING.kind
@@ -254,8 +255,24 @@ def work_status_changed(event: WatchEvent[work_pb2.Work]) -> bool:
 
 # -- the execution side ---------------------------------------------------------------------------
 
-def not_deleted(event: WatchEvent[M]) -> bool:
-    return event.type is not EventType.DELETED
+def _applied(work: work_pb2.Work) -> tuple[str, int] | None:
+    condition = get_condition(work.status.conditions, APPLIED)
+    return None if condition is None else (condition.status, condition.observed_generation)
+
+
+def work_apply_state_changed(event: WatchEvent[work_pb2.Work]) -> bool:
+    """What the execution and work-status controllers act on: the Work came or started going, its
+    generation or finalizers changed, or its Applied condition did. Not the manifest statuses the
+    work-status controller writes: each of those woke both controllers for nothing, five
+    reconciles per Work in a failover."""
+    if event.type is EventType.DELETED:
+        return False
+    if lifecycle(event):
+        return True
+    old, new = _old(event), event.obj
+    return (old.metadata.generation != new.metadata.generation
+            or list(old.metadata.finalizers) != list(new.metadata.finalizers)
+            or _applied(old) != _applied(new))
 
 
 def work(event: WatchEvent[work_pb2.Work]) -> list[str]:

@@ -124,5 +124,37 @@ def test_a_cluster_becoming_ready_releases_its_works() -> None:
     assert routing.works_of_cluster(works_cache)(became_ready) == ["karmada-es-m1/w1", "karmada-es-m1/w2"]
     same = WatchEvent(MODIFIED, cluster("m1", "True"), cluster("m1", "True"))
     assert not routing.readiness_changed(same)
-    assert routing.not_deleted(same) and not routing.not_deleted(WatchEvent(DELETED, work("w1")))
     assert routing.work(WatchEvent(ADDED, work("w1"))) == ["karmada-es-m1/w1"]
+
+
+def applied(w: work_pb2.Work, status: str, generation: int) -> work_pb2.Work:
+    set_condition(w.status.conditions, "Applied", status, "", "", FakeClock().now(), generation)
+    return w
+
+
+def edited(w: work_pb2.Work, edit: Any) -> work_pb2.Work:
+    new = work_pb2.Work()
+    new.CopyFrom(w)
+    edit(new)
+    return new
+
+
+BASE = applied(work("w1"), "True", 1)
+
+
+@pytest.mark.parametrize(("event", "acted_on"), [
+    (WatchEvent(ADDED, work("w1")), True),
+    (WatchEvent(DELETED, work("w1")), False),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: setattr(w.metadata, "generation", 2)), BASE), True),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: w.metadata.deletion_timestamp.GetCurrentTime()), BASE), True),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: w.metadata.finalizers.append("f")), BASE), True),
+    # The work-status controller found a manifest missing: applied again.
+    (WatchEvent(MODIFIED, applied(edited(BASE, lambda _: None), "False", 1), BASE), True),
+    (WatchEvent(MODIFIED, BASE, applied(work("w1"), "True", 0)), True),
+    (WatchEvent(MODIFIED, BASE, work("w1")), True),
+    # Manifest statuses only: what the work-status controller writes itself.
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: w.status.manifest_statuses.add(health="Healthy")), BASE), False),
+])
+def test_the_execution_side_acts_on_a_works_apply_state_not_its_manifest_statuses(
+        event: WatchEvent[Any], acted_on: bool) -> None:
+    assert routing.work_apply_state_changed(event) is acted_on
