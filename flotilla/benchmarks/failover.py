@@ -38,7 +38,7 @@ from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition, is_true
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
-from flotilla.benchmarks.resources import ProcessWatch, etcd_delta, etcd_metrics
+from flotilla.benchmarks.resources import ProcessWatch, etcd_delta, etcd_metrics, per_binding, reconciles
 from flotilla.benchmarks.stats import summary
 from flotilla.profiles import PROFILES
 from flotilla.store import Informer, Store
@@ -375,6 +375,7 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
     watcher.failed.add(victim)
     processes = ProcessWatch(pids)
     metrics_before = await etcd_metrics(store.endpoints)
+    reconciles_before = await reconciles(store.client)
     revision = (await store.list(registry.CLUSTER)).revision
     writes: Counter[str] = Counter()
     counting = asyncio.create_task(count_writes(store, revision, affected, writes))
@@ -390,6 +391,7 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
     with contextlib.suppress(asyncio.CancelledError):
         await counting
     metrics_after = await etcd_metrics(store.endpoints)
+    reconciles_after = await reconciles(store.client)
     taint = watcher.taint_at
     stages: dict[str, Any] = {}
     for stage in STAGES:
@@ -419,6 +421,9 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
             "writes_by_resource": dict(sorted(writes.items())),
         },
         "processes": processes.report(),
+        # Every controller's passes over the failover, per evicted binding: a count that does not
+        # vary with the machine's load as the seconds do.
+        "reconciles_per_evicted_binding": per_binding(reconciles_before, reconciles_after, evicted),
         "load_average": [round(x, 2) for x in load_before],
     }
 

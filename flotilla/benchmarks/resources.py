@@ -1,5 +1,6 @@
 """What the benchmarks read from outside the control plane: processes' CPU and memory (psutil,
-and /proc for the lifetime peak), and etcd's own counters from its /metrics."""
+and /proc for the lifetime peak), etcd's own counters from its /metrics, and how many times each
+service's controllers ran, from the services' /metrics."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aetcd
 import aiohttp
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
+from flotilla.store.endpoints import list_endpoints
 from flotilla.tls import etcd_client_tls
 
 MIB = 1024 * 1024
@@ -111,3 +115,42 @@ class ProcessWatch:
 
     def lifetime_peaks(self) -> dict[str, float]:
         return {name: round(lifetime_peak_rss_mib(p.pid), 1) for name, p in self.processes.items()}
+
+
+# Each controller's passes, from the services' own metrics: the work queue's processing time
+# histogram counts every key processed.
+RECONCILES = "flotilla_workqueue_work_duration_seconds_count"
+
+
+def reconcile_counts(text: str) -> dict[str, float]:
+    """The passes of each controller in one service's Prometheus text, by work queue name."""
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == RECONCILES:
+                counts[sample.labels["name"]] = sample.value
+    return counts
+
+
+async def reconciles(client: aetcd.Client) -> dict[str, float]:
+    """Every registered service's controller passes so far, as `service/controller`; a service
+    whose metrics cannot be read is left out (the difference then leaves it out too)."""
+    counts: dict[str, float] = {}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        for endpoint in await list_endpoints(client):
+            if not endpoint.metrics_address:
+                continue
+            try:
+                async with session.get(f"http://{endpoint.metrics_address}/metrics") as response:
+                    text = await response.text()
+            except (aiohttp.ClientError, TimeoutError):
+                continue
+            for name, value in reconcile_counts(text).items():
+                counts[f"{endpoint.service}/{name}"] = counts.get(f"{endpoint.service}/{name}", 0.0) + value
+    return counts
+
+
+def per_binding(before: dict[str, float], after: dict[str, float], bindings: int) -> dict[str, float]:
+    """What each counter grew by, per binding, for those that grew and were read both times."""
+    return {key: round((after[key] - before[key]) / max(bindings, 1), 2)
+            for key in sorted(after) if key in before and after[key] > before[key]}

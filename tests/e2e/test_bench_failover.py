@@ -43,6 +43,10 @@ def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
     assert failover["etcd"]["mvcc_put_total"] > 0
     assert {"etcd", "sim", "status", "scheduler", "executor", "eviction", "taint_manager"} <= set(failover["processes"])
     assert all(p["cpu_s"] >= 0 and p["peak_rss_mib"] > 0 for p in failover["processes"].values())
+    # The one evicted binding passed through the controllers of every service on its way.
+    passes = failover["reconciles_per_evicted_binding"]
+    assert {"taint_manager", "scheduler", "executor", "eviction"} <= {key.split("/")[0] for key in passes}
+    assert passes["executor/binding"] >= 1 and passes["eviction/graceful-eviction"] >= 1
     assert out["readyz_ms"]["probes"] > 0
     assert len(out["load_average_start"]) == 3
     left = [p for p in psutil.process_iter(["pid", "cmdline"]) if p.pid not in before
