@@ -54,7 +54,7 @@ class TaintManager:
                       predicate=lambda _: self._protection_changed)
         manager.watch(self.policies, routing.every_cluster(self.clusters), self.taints)
         for kind, informer in self.bindings.items():
-            manager.watch(informer, routing.binding(kind), self.evictor, predicate=routing.not_deleted)
+            manager.watch(informer, routing.binding(kind), self.evictor, predicate=routing.binding_spec_changed)
 
     def _observe_protection(self, event: WatchEvent[cluster_pb2.Cluster]) -> None:
         if not routing.protection_inputs_changed(event):

@@ -48,6 +48,15 @@ def not_deleted(event: WatchEvent[M]) -> bool:
     return event.type is not EventType.DELETED
 
 
+def binding_spec_changed(event: WatchEvent[Binding]) -> bool:
+    """A binding came or its spec changed (its generation says so): an eviction reads only the
+    spec (where it runs, what it tolerates). Not the status that the scheduler and the executor
+    write, two or three times per binding in a failover."""
+    if event.type is not EventType.MODIFIED or event.old is None:
+        return event.type is EventType.ADDED
+    return event.old.metadata.generation != event.obj.metadata.generation
+
+
 def eviction_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     """What an eviction decision reads of a cluster changed: its taints or its Ready status, or
     the cluster came or went. The status service rewrites a cluster's resource summary every

@@ -151,3 +151,19 @@ def in_region(c: cluster_pb2.Cluster, region: str) -> cluster_pb2.Cluster:
 def test_eviction_protection_looks_again_when_a_clusters_region_or_health_changes(
         event: WatchEvent[Any], observed: bool) -> None:
     assert routing.protection_inputs_changed(event) is observed
+
+
+def generation(b: work_pb2.ResourceBinding, value: int) -> work_pb2.ResourceBinding:
+    b.metadata.generation = value
+    return b
+
+
+@pytest.mark.parametrize(("event", "looked_at"), [
+    (WatchEvent(ADDED, rb("web", "m1")), True),
+    (WatchEvent(DELETED, rb("web", "m1")), False),
+    (WatchEvent(MODIFIED, generation(rb("web", "m2"), 2), generation(rb("web", "m1"), 1)), True),
+    # A status write (the scheduler's observation, the executor's aggregated status): same spec.
+    (WatchEvent(MODIFIED, generation(rb("web", "m1"), 1), generation(rb("web", "m1"), 1)), False),
+])
+def test_a_binding_is_looked_at_when_it_comes_or_its_spec_changes(event: WatchEvent[Any], looked_at: bool) -> None:
+    assert routing.binding_spec_changed(event) is looked_at
