@@ -421,8 +421,8 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
             "writes_by_resource": dict(sorted(writes.items())),
         },
         "processes": processes.report(),
-        # Every controller's passes over the failover, per evicted binding: a count that does not
-        # vary with the machine's load as the seconds do.
+        # Every controller's passes over the failover, per evicted binding (a busy queue folds a
+        # key added again while it waits, so a slower run can show fewer).
         "reconciles_per_evicted_binding": per_binding(reconciles_before, reconciles_after, evicted),
         "load_average": [round(x, 2) for x in load_before],
     }
