@@ -6,6 +6,9 @@ when it is created and takes them away when it is deleted.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +216,21 @@ def aggregated_discovery(catalog: Catalog, core: bool) -> dict[str, Any]:
                                                                           key=lambda t: t.plural)],
              "freshness": "Current"} for v in versions]})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+
+
+def aggregated_discovery_document(catalog: Catalog, core: bool) -> tuple[bytes, str]:
+    """The aggregated document's JSON and its ETag, as the API server's handler gives them (a
+    quoted, uppercase hex SHA-512 of the document): a client that sends the ETag back in
+    If-None-Match is answered 304 Not Modified while the catalog is unchanged. Made once per
+    catalog: a member's discovery is read at every status collection."""
+    return _aggregated_document(tuple(catalog.types.values()), core)
+
+
+@functools.lru_cache(maxsize=64)
+def _aggregated_document(types: tuple[ResourceType, ...], core: bool) -> tuple[bytes, str]:
+    catalog = Catalog({(t.group, t.version, t.plural): t for t in types})
+    body = json.dumps(aggregated_discovery(catalog, core)).encode()
+    return body, f'"{hashlib.sha512(body).hexdigest().upper()}"'
 
 
 def _discovered(t: ResourceType) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from sim.catalog import (
     AGGREGATED_DISCOVERY,
     CRD,
     ResourceType,
-    aggregated_discovery,
+    aggregated_discovery_document,
     api_group,
     api_group_list,
     api_resource_list,
@@ -92,8 +92,11 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
     if not segments or segments[0] not in ("api", "apis"):
         raise errors.path_not_found()
     if segments in (["api"], ["apis"]) and wants_aggregated_discovery(request.headers.get("Accept", "")):
-        return web.Response(body=json.dumps(aggregated_discovery(catalog, core=segments == ["api"])).encode(),
-                            headers={"Content-Type": AGGREGATED_DISCOVERY})
+        body, etag = aggregated_discovery_document(catalog, core=segments == ["api"])
+        headers = {"Content-Type": AGGREGATED_DISCOVERY, "ETag": etag}
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=body, headers=headers)
     if segments == ["api"]:
         return json_response(api_versions(request.host))
     if segments == ["apis"]:

@@ -37,6 +37,9 @@ class MemberSession:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.keepalive = keepalive
         self._session: aiohttp.ClientSession | None = None
+        # Per member (its server URL): the aggregated discovery last read, by the ETags of its
+        # two documents, so an unchanged member answers 304 and nothing is decoded again.
+        self.discovery: dict[str, Discovered] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -46,19 +49,22 @@ class MemberSession:
         return self._session
 
     async def get(self, credentials: Credentials, path: str, operation: str,
-                  accept: str = "application/json") -> tuple[int, bytes]:
-        """GET `path`: the HTTP status and body, whatever the status; MemberError when there is no answer."""
+                  accept: str = "application/json", etag: str = "") -> Answer:
+        """GET `path` (If-None-Match `etag`, when given): the answer, whatever its status;
+        MemberError when there is none."""
         server = credentials.server.rstrip("/")
         try:
             tls = ssl_context(credentials.ca_data, credentials.insecure_skip_tls_verify)
         except (ValueError, ssl.SSLError) as e:  # bad base64 or PEM in the CA data
             raise MemberError(server, operation, f"invalid certificate authority: {e}") from e
         headers = {"Accept": accept}
+        if etag:
+            headers["If-None-Match"] = etag
         if credentials.token:
             headers["Authorization"] = f"Bearer {credentials.token}"
         try:
             async with self._open().get(f"{server}{path}", headers=headers, ssl=tls) as response:
-                return response.status, await response.read()
+                return Answer(response.status, await response.read(), response.headers.get("ETag", ""))
         except TimeoutError as e:
             raise MemberError(server, operation, f"timed out after {self.timeout.total:g}s") from e
         except (aiohttp.ClientError, OSError) as e:
@@ -67,29 +73,47 @@ class MemberSession:
     async def health(self, credentials: Credentials) -> Health:
         """Karmada's probe, read as `MemberClient.health` reads it."""
         async def status_of(path: str) -> int:
-            status, _ = await self.get(credentials, path, f"GET {path}", accept="*/*")
-            return status
+            return (await self.get(credentials, path, f"GET {path}", accept="*/*")).status
 
         return await probe_health(status_of)
 
     async def get_json(self, credentials: Credentials, path: str, operation: str,
                        accept: str = "application/json") -> dict[str, Any]:
-        status, body = await self.get(credentials, path, operation, accept)
-        if status != 200:
-            raise MemberError(credentials.server, operation, f"HTTP {status}: {body[:200].decode(errors='replace')}",
-                              status=status)
-        try:
-            data = json.loads(body)
-        except ValueError as e:
-            raise MemberError(credentials.server, operation, f"not JSON: {e}") from e
-        if not isinstance(data, dict):
-            raise MemberError(credentials.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
-        return data
+        return _json_of(credentials, operation, await self.get(credentials, path, operation, accept))
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+    etag: str = ""
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """A member's API enablements, and the ETags of the two documents they were read from."""
+
+    core_etag: str
+    groups_etag: str
+    enablements: list[tuple[str, list[tuple[str, str]]]]
+
+
+def _json_of(credentials: Credentials, operation: str, answer: Answer) -> dict[str, Any]:
+    if answer.status != 200:
+        raise MemberError(credentials.server, operation,
+                          f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}", status=answer.status)
+    try:
+        data = json.loads(answer.body)
+    except ValueError as e:
+        raise MemberError(credentials.server, operation, f"not JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise MemberError(credentials.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
+    return data
 
 
 @dataclass(frozen=True)
@@ -107,12 +131,28 @@ class MemberReader:
 
     async def api_enablements(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """As `MemberClient.api_enablements`: two requests where the member serves aggregated
-        discovery, else one group/version after another on one connection."""
-        core = await self.http.get_json(self.credentials, "/api", "discover API versions", AGGREGATED_ACCEPT)
-        groups = await self.http.get_json(self.credentials, "/apis", "discover API groups", AGGREGATED_ACCEPT)
+        discovery, else one group/version after another on one connection. The aggregated
+        documents are asked for with the ETags last seen, as client-go's discovery does: while
+        the member's APIs are unchanged both answers are 304 and the last result stands."""
+        server = self.credentials.server
+        known = self.http.discovery.get(server)
+        core_answer = await self._discover("/api", "discover API versions", known.core_etag if known else "")
+        groups_answer = await self._discover("/apis", "discover API groups", known.groups_etag if known else "")
+        if known is not None and core_answer.status == groups_answer.status == 304:
+            return known.enablements
+        # One document unchanged and the other not: the unchanged one's content is not kept.
+        if core_answer.status == 304:
+            core_answer = await self._discover("/api", "discover API versions", "")
+        if groups_answer.status == 304:
+            groups_answer = await self._discover("/apis", "discover API groups", "")
+        core = _json_of(self.credentials, "discover API versions", core_answer)
+        groups = _json_of(self.credentials, "discover API groups", groups_answer)
         aggregated = resource_lists(core, groups)
         if aggregated is not None:
-            return api_enablements(aggregated)
+            enablements = api_enablements(aggregated)
+            if core_answer.etag and groups_answer.etag:
+                self.http.discovery[server] = Discovered(core_answer.etag, groups_answer.etag, enablements)
+            return enablements
         lists = []
         for gv in group_versions(core, groups):
             path = f"/api/{gv}" if "/" not in gv else f"/apis/{gv}"
@@ -124,6 +164,9 @@ class MemberReader:
 
     async def list_pods(self) -> list[dict[str, Any]]:
         return list((await self._get("/api/v1/pods", "list pods")).get("items") or [])
+
+    async def _discover(self, path: str, operation: str, etag: str) -> Answer:
+        return await self.http.get(self.credentials, path, operation, AGGREGATED_ACCEPT, etag)
 
     async def _get(self, path: str, operation: str) -> dict[str, Any]:
         return await self.http.get_json(self.credentials, path, operation)

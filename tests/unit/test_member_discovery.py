@@ -1,5 +1,8 @@
 """Discovery documents -> apiEnablements, as Karmada collects them."""
 
+import hashlib
+import json
+
 import pytest
 
 from flotilla.member.discovery import (
@@ -10,7 +13,14 @@ from flotilla.member.discovery import (
     resource_lists,
     resources_of,
 )
-from sim.catalog import Catalog, aggregated_discovery, api_resource_list, wants_aggregated_discovery
+from sim.catalog import (
+    Catalog,
+    ResourceType,
+    aggregated_discovery,
+    aggregated_discovery_document,
+    api_resource_list,
+    wants_aggregated_discovery,
+)
 
 APPS = {"groupVersion": "apps/v1", "resources": [
     {"name": "statefulsets", "kind": "StatefulSet", "namespaced": True},
@@ -73,3 +83,15 @@ def test_plain_discovery_documents_are_not_aggregated() -> None:
 ])
 def test_the_simulator_answers_aggregated_discovery_when_asked_first(accept: str, aggregated: bool) -> None:
     assert wants_aggregated_discovery(accept) is aggregated
+
+
+def test_the_aggregated_document_carries_the_api_servers_etag_which_changes_with_the_apis() -> None:
+    catalog = Catalog.with_builtins()
+    body, etag = aggregated_discovery_document(catalog, core=False)
+    assert json.loads(body) == aggregated_discovery(catalog, core=False)
+    assert etag == f'"{hashlib.sha512(body).hexdigest().upper()}"'
+    assert aggregated_discovery_document(catalog, core=False) == (body, etag)
+    core_etag = aggregated_discovery_document(catalog, core=True)[1]
+    catalog.add(ResourceType("example.com", "v1", "Widget", "widgets", True))
+    assert aggregated_discovery_document(catalog, core=False)[1] != etag
+    assert aggregated_discovery_document(catalog, core=True)[1] == core_etag
