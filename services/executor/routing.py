@@ -263,8 +263,7 @@ def _applied(work: work_pb2.Work) -> tuple[str, int] | None:
 def work_apply_state_changed(event: WatchEvent[work_pb2.Work]) -> bool:
     """What the execution and work-status controllers act on: the Work came or started going, its
     generation or finalizers changed, or its Applied condition did. Not the manifest statuses the
-    work-status controller writes: each of those woke both controllers for nothing, five
-    reconciles per Work in a failover."""
+    work-status controller writes: each of those woke both controllers for nothing."""
     if event.type is EventType.DELETED:
         return False
     if lifecycle(event):
