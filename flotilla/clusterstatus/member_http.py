@@ -77,9 +77,8 @@ class MemberSession:
 
         return await probe_health(status_of)
 
-    async def get_json(self, credentials: Credentials, path: str, operation: str,
-                       accept: str = "application/json") -> dict[str, Any]:
-        return _json_of(credentials, operation, await self.get(credentials, path, operation, accept))
+    async def get_json(self, credentials: Credentials, path: str, operation: str) -> dict[str, Any]:
+        return _json_of(credentials, operation, await self.get(credentials, path, operation))
 
     async def close(self) -> None:
         if self._session is not None:

@@ -192,7 +192,9 @@ class GracefulEvictionReconciler:
         own_kind = kind_of(binding).kind
         for kind, informer in self.bindings.items():
             others = informer.index_keys(OPEN_FAILOVERS, f"{trace_id}/{cluster}")
-            if others - {key} if kind == own_kind else others:
+            if kind == own_kind:
+                others -= {key}
+            if others:
                 return
         now = self.clock.now()
         start = self._fault_time(cluster) or task.creation_timestamp.ToDatetime(tzinfo=now.tzinfo)
