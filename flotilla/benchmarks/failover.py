@@ -361,7 +361,8 @@ async def count_writes(store: Store, revision: int, affected: dict[str, work_pb2
 
 
 async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.ResourceBinding], layout: Layout,
-                   victim: str, opts: Options, pids: dict[str, int], address: str) -> dict[str, Any]:
+                   victim: str, opts: Options, pids: dict[str, int], harness: dict[str, int],
+                   address: str) -> dict[str, Any]:
     from flotilla import simclient
 
     # The bindings on the victim now (a false failover during the rollout moves some away).
@@ -374,13 +375,14 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
     watcher.start(victim, followed)
     watcher.failed.add(victim)
     processes = ProcessWatch(pids)
+    measuring = ProcessWatch(harness)
     metrics_before = await etcd_metrics(store.endpoints)
     reconciles_before = await reconciles(store.client)
     revision = (await store.list(registry.CLUSTER)).revision
     writes: Counter[str] = Counter()
     counting = asyncio.create_task(count_writes(store, revision, affected, writes))
     load_before = os.getloadavg()
-    async with processes.window():
+    async with processes.window(), measuring.window():
         faulted = time.monotonic()
         await simclient.set_fault(address, victim, "down")
         finished = await until(watcher, lambda: watcher.done, opts.timeout)
@@ -421,6 +423,8 @@ async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.R
             "writes_by_resource": dict(sorted(writes.items())),
         },
         "processes": processes.report(),
+        # The benchmark's own processes share the machine: what they take, the plane does not get.
+        "harness_processes": measuring.report(),
         # Every controller's passes over the failover, per evicted binding (a busy queue folds a
         # key added again while it waits, so a slower run can show fewer).
         "reconciles_per_evicted_binding": per_binding(reconciles_before, reconciles_after, evicted),
@@ -444,6 +448,7 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         await clusters.wait_synced()
         await bindings.wait_synced()
         pids = plane.pids()
+        harness = {"bench": os.getpid(), **({"readyz_probe": prober.pid} if prober is not None else {})}
         address = await sim_address(store)
         pairs = sorted(set(layout.pairs))
         rollout = ProcessWatch(pids)
@@ -470,7 +475,7 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         # A few stragglers that never turn Healthy (reported above) do not void the failover.
         if settled or rollout_report["not_healthy"] <= len(layout.pairs) // 100:
             for victim, _ in layout.victims:
-                failovers.append(await fail_one(store, watcher, bindings, layout, victim, opts, pids, address))
+                failovers.append(await fail_one(store, watcher, bindings, layout, victim, opts, pids, harness, address))
         rollout_report["lifetime_peak_rss_mib"] = rollout.lifetime_peaks()
         return {"rollout": rollout_report, "failovers": failovers,
                 "false_failovers": watcher.false_alarms, "readyz_ms": _stop_prober(prober)}

@@ -7,7 +7,11 @@ A watch resumes from the last resourceVersion it saw (bookmarks keep that fresh)
 410 Gone, and backs off on errors. Every `resync` each cached object is reported as changed
 again, from the cache, as client-go's informers resync: a reaction that failed or was lost is
 made again, and nothing is listed (a relist of every member's every kind at once was a burst of
-work for the members and for this process, and the watch already keeps the cache whole).
+work for the members and for this process, and the watch already keeps the cache whole). Each
+wait is jittered, between half and one and a half `resync` (as client-go's wait.Jitter spreads its
+loops): a hundred members' watches start within seconds of each other, with their first Works,
+and without the jitter all of their objects were reported again within those seconds, every
+`resync` (at the failover benchmark's size, ten thousand Works to reconcile at once).
 
 A cluster that is not Ready has no watches and no cache: its watches stop when it leaves Ready
 and start again, from a fresh list, when a Work of it is next reconciled. Each cluster's watches
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,11 +139,11 @@ class ClusterWatch:
                 if not version:
                     items, version = await client.list_versioned(api_version, kind_name, LIST_TIMEOUT)
                     changed = cache.replace(items)
-                    resync_at = clock.monotonic() + owner.resync
+                    resync_at = clock.monotonic() + owner.next_resync()
                     owner.on_change(self.name, api_version, kind_name, changed)
                     owner.on_synced(self.name, kind)
                 elif clock.monotonic() >= resync_at:
-                    resync_at = clock.monotonic() + owner.resync
+                    resync_at = clock.monotonic() + owner.next_resync()
                     owner.on_change(self.name, api_version, kind_name, list(cache.objects))
                 timeout = max(1, min(WATCH_TIMEOUT, int(resync_at - clock.monotonic()) + 1))
                 async for event in client.watch(api_version, kind_name, version, timeout, LIST_TIMEOUT):
@@ -168,18 +173,24 @@ class MemberWatches:
     def __init__(self, clock: Clock, connect: Connect, serves: Callable[[cluster_pb2.Cluster], bool],
                  on_change: OnChange, on_synced: Callable[[str, Kind], None], *, resync: float = 300.0,
                  backoff: tuple[float, float] = (0.5, 30.0),
-                 keep: dict[Kind, Callable[[dict[str, Any]], Any]] | None = None) -> None:
+                 keep: dict[Kind, Callable[[dict[str, Any]], Any]] | None = None,
+                 rng: random.Random | None = None) -> None:
         self.clock = clock
         self.connect = connect
         self.serves = serves
         self.on_change = on_change
         self.on_synced = on_synced
         self.resync = resync
+        self._rng = rng or random.Random()
         self.backoff = backoff
         self.keep = keep or {}  # how a kind's objects are kept, when not as their JSON
         self._clusters: dict[str, ClusterWatch] = {}
         self._running = False
         self._stopping: set[asyncio.Task[None]] = set()
+
+    def next_resync(self) -> float:
+        """Seconds until a watch's next resync: `resync`, jittered by ±50%."""
+        return self.resync * self._rng.uniform(0.5, 1.5)
 
     def watching(self, cluster: str) -> dict[Kind, KindCache]:
         """The kinds watched on `cluster` and their caches (none when it is not Ready)."""

@@ -6,6 +6,7 @@ import argparse
 import sys
 from datetime import timedelta
 
+from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.eviction.app_failover import ApplicationFailoverConfig
@@ -17,8 +18,8 @@ from services.eviction.graceful import GracefulEvictionConfig
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graceful-eviction-timeout", type=duration, default=duration("10m"),
                         help="how long a graceful eviction task without gracePeriodSeconds may live")
-    parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=5,
-                        help="bindings assessed at once")
+    parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=BINDING_SYNCS,
+                        help="bindings assessed at once (Karmada: 5; docs/differences.md)")
     # The taint manager's gates and defaults (services/taint_manager/__main__.py).
     parser.add_argument("--feature-gates", type=feature_gates, default={},
                         help="Failover=true|false,GracefulEviction=true|false,StatefulFailoverInjection=true|false")

@@ -11,6 +11,7 @@ from opentelemetry import trace
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
@@ -24,7 +25,7 @@ from services.eviction.history_controller import FailoverHistoryReconciler
 
 class EvictionControllers:
     def __init__(self, store: ObjectStore, clock: Clock, graceful: GracefulEvictionConfig | None = None,
-                 workers: int = 5, events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
+                 workers: int = BINDING_SYNCS, events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
                  manager: Manager | None = None, application: ApplicationFailoverConfig | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)
         self.bindings: dict[str, Informer[Binding]] = {

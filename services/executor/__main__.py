@@ -20,6 +20,7 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.executor.agent import PullAgent
@@ -40,15 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-lease-duration", type=duration, default=duration("40s"))
     parser.add_argument("--cluster-lease-renew-interval-fraction", type=float, default=0.25)
     parser.add_argument("--work-status-resync-period", type=duration, default=duration("5m"),
-                        help="member status arrives by watch; this often each watch also relists its kind "
-                             "(a safety net against a missed event)")
-    parser.add_argument("--concurrent-work-syncs", type=int, default=16)
+                        help="member status arrives by watch; about this often (jittered by up to half) each "
+                             "watch reports its cached objects again (a safety net against a lost reaction)")
+    parser.add_argument("--concurrent-work-syncs", type=int, default=WORK_SYNCS,
+                        help="Works applied and their status reported at once (Karmada: 5; docs/differences.md)")
     parser.add_argument("--feature-gates", type=feature_gates, default={},
                         help="StatefulFailoverInjection=false,PropagateDeps=true,PropagationPolicyPreemption=false")
     parser.add_argument("--skipped-propagating-namespaces", default=("kube-.*",),
                         type=lambda s: tuple(p for p in s.split(",") if p),
                         help="namespaces (regular expressions) whose templates are never propagated")
-    parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=5)
+    parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=BINDING_SYNCS,
+                        help="bindings synced to Works and aggregated at once (Karmada: 5; docs/differences.md)")
 
 
 async def lead_controller(ctx: ServiceContext) -> None:

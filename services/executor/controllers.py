@@ -26,6 +26,7 @@ from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import ObjectStore
@@ -62,8 +63,8 @@ DEPENDENT_KINDS = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount
 class ExecutorConfig:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     skipped_namespaces: tuple[str, ...] = policy_match.DEFAULT_SKIPPED_NAMESPACES
-    # Karmada's --concurrent-resourcebinding-syncs, for each of the executor's controllers.
-    workers: int = 5
+    # --concurrent-resourcebinding-syncs, for each of the executor's controllers.
+    workers: int = BINDING_SYNCS
     directly_requeue: float = DIRECTLY_REQUEUE_SECONDS
 
     def gate(self, name: str) -> bool:

@@ -14,6 +14,7 @@ from flotilla.api.v1 import cluster_pb2, config_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.member.watches import Connect, Kind, MemberWatches
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.concurrency import WORK_SYNCS
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
@@ -26,7 +27,7 @@ from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconci
 class ExecutionManager:
     def __init__(self, store: ObjectStore, clock: Clock, connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool], *, only_cluster: str | None = None,
-                 status_resync: float = 300.0, workers: int = 16, interpreter_timeout: float = 1.0,
+                 status_resync: float = 300.0, workers: int = WORK_SYNCS, interpreter_timeout: float = 1.0,
                  events: EventRecorder | None = None, manager: Manager | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
         namespace = execution_namespace(only_cluster) if only_cluster else None

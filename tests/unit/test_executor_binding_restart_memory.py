@@ -16,7 +16,7 @@ from flotilla.api import codec, keys, registry
 from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType
-from services.executor.controllers import ExecutorControllers
+from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from tests.unit.test_executor_binding_flow_memory import schedule, watching
 from tests.watching import Watch
 
@@ -59,7 +59,9 @@ async def kill(task: asyncio.Task[None]) -> None:
 
 
 def start(store: MemoryStore) -> asyncio.Task[None]:
-    return asyncio.create_task(ExecutorControllers(store, RealClock()).run())
+    # Karmada's five workers: with the default, an in-memory store lets the executor finish all
+    # 200 before a kill can land mid-rollout.
+    return asyncio.create_task(ExecutorControllers(store, RealClock(), ExecutorConfig(workers=5)).run())
 
 
 async def test_killed_twice_mid_rollout_converges(store: MemoryStore) -> None:

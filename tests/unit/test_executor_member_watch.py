@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 from flotilla.api import codec
 from flotilla.api.keys import execution_namespace
-from flotilla.api.v1 import work_pb2
-from flotilla.member.watches import KindCache
+from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.member.client import MemberClient
+from flotilla.member.watches import KindCache, MemberWatches
+from flotilla.runtime.clock import FakeClock
 from services.executor.work_status import member_objects_of
 
 
@@ -42,3 +46,17 @@ def test_works_are_indexed_by_the_member_objects_they_carry() -> None:
     assert member_objects_of(work) == ["member1/apps/v1/Deployment/ns/web", "member1/v1/Namespace//ns"]
     work.metadata.namespace = "default"
     assert member_objects_of(work) == []
+
+
+def test_resyncs_are_spread_over_half_to_one_and_a_half_periods() -> None:
+    # Watches started together (members joining at once) must not all report their objects again
+    # in the same second.
+    async def connect(_: cluster_pb2.Cluster) -> MemberClient:
+        raise AssertionError("no member is reached")
+
+    watches = MemberWatches(FakeClock(), connect, lambda _: True, lambda *_: None, lambda *_: None, resync=300.0,
+                            rng=random.Random(7))
+    waits = [watches.next_resync() for _ in range(1000)]
+    assert 150.0 <= min(waits) < 160.0 and 440.0 < max(waits) < 450.0
+    # Spread evenly: no 30 s window holds more than a sixth of them (a tenth on average).
+    assert max(sum(start <= w < start + 30 for w in waits) for start in range(150, 420, 10)) < 1000 / 6
