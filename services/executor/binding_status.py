@@ -32,12 +32,17 @@ log = logging.getLogger(__name__)
 def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) -> bool:
     """Set the binding's aggregatedStatus and FullyApplied condition in place; whether anything changed."""
     shares = {t.name: t.replicas for t in binding.spec.clusters}
-    items = aggregation.status_items(found, binding.spec.resource, binding.status.aggregated_status, now, shares)
+    expected = works.expected_clusters(binding.spec)
+    # A Work of a cluster the binding no longer expects is one the binding controller is about
+    # to delete: reporting it until it is marked deleting would flip FullyApplied off and back
+    # on (two writes of the binding and of its template) each time a cluster leaves.
+    wanted = [w for w in found if works.work_cluster(w) in expected]
+    items = aggregation.status_items(wanted, binding.spec.resource, binding.status.aggregated_status, now, shares)
     changed = list(binding.status.aggregated_status) != items
     if changed:
         del binding.status.aggregated_status[:]
         binding.status.aggregated_status.extend(items)
-    applied = aggregation.fully_applied(items, works.expected_clusters(binding.spec))
+    applied = aggregation.fully_applied(items, expected)
     status, reason, message = aggregation.fully_applied_condition(applied)
     # Its observedGeneration says which binding generation aggregatedStatus was computed for:
     # the eviction service trusts the health in it only for the current one.

@@ -158,7 +158,8 @@ class ExecutionReconciler:
         with _failover_span(work, "work.apply", "apply", cluster.metadata.name) as span:
             for manifest in items:
                 try:
-                    self.applied.record(member_key(cluster.metadata.name, manifest), await client.apply(manifest))
+                    answer = await client.apply(manifest)
+                    self.applied.record(member_key(cluster.metadata.name, manifest), answer, self.clock.monotonic())
                 except (MemberError, ValueError) as e:
                     errors.append(e)
                     metrics.count_apply(manifest, cluster.metadata.name, first, e)

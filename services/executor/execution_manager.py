@@ -38,7 +38,7 @@ class ExecutionManager:
         self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
         self.interpreter = HealthInterpreter(timeout=interpreter_timeout)
         # Shared: status is read from a member's cache only once it has seen the last apply.
-        applied = AppliedGenerations()
+        self.applied = applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(
             store, clock, self.works, self.clusters, connect, serves, applied,
         ), workers=workers)
@@ -66,6 +66,9 @@ class ExecutionManager:
             self.status.enqueue(key)
 
     def _member_changed(self, cluster: str, api_version: str, kind: str, objects: Iterable[tuple[str, str]]) -> None:
+        objects = list(objects)
+        for namespace, name in objects:
+            self.applied.reported((cluster, api_version, kind, namespace, name))
         for key in self.work_status.works_of(cluster, api_version, kind, objects):
             self.status.enqueue(key)
 

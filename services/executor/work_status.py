@@ -22,6 +22,7 @@ from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.interpreter.health import UNKNOWN, HealthInterpreter
 from flotilla.member.watches import MemberWatches
 from flotilla.runtime.clock import Clock
+from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -33,6 +34,11 @@ from services.executor.routing import WORK_NAMESPACE_INDEX
 log = logging.getLogger(__name__)
 
 ObjectIndex = dict[tuple[str, str, str, str], dict[str, Any]]  # (apiVersion, kind, namespace, name)
+
+# How long an object this executor applied may stay absent from its member's watch cache before
+# it is taken for missing: the apply's own event normally arrives within milliseconds, and a
+# watch that broke lists the member again when it comes back.
+APPLY_REPORT_GRACE = 30.0
 
 # Works by the member objects they carry: "<cluster>/<apiVersion>/<kind>/<namespace>/<name>".
 MEMBER_OBJECT_INDEX = "member-object"
@@ -100,31 +106,39 @@ class WorkStatusReconciler:
     def works_of_cluster(self, cluster: str) -> list[str]:
         return list(self.works.index_keys(WORK_NAMESPACE_INDEX, execution_namespace(cluster)))
 
-    async def reconcile(self, key: str) -> None:
+    async def reconcile(self, key: str) -> Result | None:
         work = self.works.get(key)
         if work is None or work.metadata.HasField("deletion_timestamp"):
-            return
+            return None
         cluster_name = cluster_of_execution_namespace(split_key(key)[0])
         cluster = self.clusters.get(cluster_name) if cluster_name else None
         if cluster is None:
-            return
+            return None
         applied = get_condition(work.status.conditions, APPLIED)
         if applied is None or applied.status != "True":
-            return
+            return None
         members: ObjectIndex = {}
         for manifest in manifests(work):
             api_version, kind = manifest["apiVersion"], manifest["kind"]
             cache = self.watches.cache(cluster, (api_version, kind))
             if cache is None or not cache.synced:
-                return  # not watched (not Ready), or not listed yet: the list enqueues this Work
+                return None  # not watched (not Ready), or not listed yet: the list enqueues this Work
             meta = manifest.get("metadata") or {}
             namespace, name = meta.get("namespace", ""), meta.get("name", "")
             observed = cache.get((namespace, name))
-            if observed is not None and self.applied.behind(member_key(cluster.metadata.name, manifest), observed):
-                return  # the cache has not seen the last apply yet; that apply's event enqueues this Work
-            if observed is not None:
-                members[(api_version, kind, namespace, name)] = observed
+            member = member_key(cluster.metadata.name, manifest)
+            if observed is None:
+                waited = self.applied.unreported_for(member, self.clock.monotonic())
+                if waited is not None and waited < APPLY_REPORT_GRACE:
+                    # Created by the last apply, not in the cache yet: its event enqueues this Work.
+                    return Result(requeue_after=APPLY_REPORT_GRACE - waited)
+                continue
+            if self.applied.behind(member, observed):
+                return None  # the cache has not seen the last apply yet; that apply's event enqueues this Work
+            self.applied.reported(member)
+            members[(api_version, kind, namespace, name)] = observed
         await self._record(work, applied.observed_generation, members)
+        return None
 
     async def _record(self, work: work_pb2.Work, applied_generation: int, members: ObjectIndex) -> None:
         statuses, missing, errors = manifest_statuses(work, members, self.interpreter)

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from flotilla.api import codec
+from flotilla.api.conditions import condition_status
 from flotilla.api.v1 import work_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from services.executor import aggregation
+from services.executor.binding_status import aggregate_into
 from services.executor.work_status import manifest_statuses
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -252,3 +254,23 @@ def test_health_of_a_work_still_carrying_the_old_replica_share_is_unknown() -> N
     assert [(i.cluster_name, i.health) for i in items] == [("m2", "Unknown"), ("m3", "Healthy")]
     # Not revised (no cluster has replicas yet): nothing to compare.
     assert aggregation.shares_not_dispatched(found, RESOURCE, {"m2": 0, "m3": 0}) == set()
+
+
+def test_a_work_of_a_cluster_no_longer_expected_is_not_reported() -> None:
+    """The Work of a cluster whose graceful eviction task was just dropped is still there (not
+    yet marked deleting): the binding reports only its placement, FullyApplied stays True, and
+    one write covers the task's end instead of False then True again."""
+    binding = work_pb2.ResourceBinding()
+    binding.metadata.generation = 5
+    binding.spec.resource.CopyFrom(RESOURCE)
+    binding.spec.clusters.add(name="m2", replicas=1)
+    found = [work("m1", status={"readyReplicas": 1}), work("m2", status={"readyReplicas": 1})]
+    assert aggregate_into(binding, found, NOW)
+    assert [(i.cluster_name, i.health) for i in binding.status.aggregated_status] == [("m2", "Healthy")]
+    assert condition_status(binding.status.conditions, aggregation.FULLY_APPLIED) == "True"
+
+    # With the task still there, its cluster's Work is reported as before.
+    binding.spec.graceful_eviction_tasks.add(from_cluster="m1", purge_mode="Gracefully")
+    assert aggregate_into(binding, found, NOW)
+    assert [i.cluster_name for i in binding.status.aggregated_status] == ["m1", "m2"]
+    assert condition_status(binding.status.conditions, aggregation.FULLY_APPLIED) == "True"

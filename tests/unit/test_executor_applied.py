@@ -28,13 +28,25 @@ def obj(generation: Any) -> dict[str, Any]:
 def test_behind(applied: dict[str, Any] | None, observed: dict[str, Any], behind: bool) -> None:
     generations = AppliedGenerations()
     if applied is not None:
-        generations.record(KEY, applied)
+        generations.record(KEY, applied, 0.0)
     assert generations.behind(KEY, observed) is behind
 
 
 def test_forget_after_delete() -> None:
     generations = AppliedGenerations()
-    generations.record(KEY, obj(5))
+    generations.record(KEY, obj(5), 0.0)
     generations.forget(KEY)
     assert not generations.behind(KEY, obj(1))
     assert KEY == ("member2", "apps/v1", "Deployment", "default", "web")
+
+
+def test_an_apply_is_unreported_until_its_member_event() -> None:
+    generations = AppliedGenerations()
+    assert generations.unreported_for(KEY, 10.0) is None  # never applied here
+    generations.record(KEY, obj(1), 10.0)
+    assert generations.unreported_for(KEY, 12.5) == 2.5
+    generations.reported(KEY)
+    assert generations.unreported_for(KEY, 13.0) is None
+    generations.record(KEY, obj(2), 20.0)
+    generations.forget(KEY)  # deleted from the member by this executor
+    assert generations.unreported_for(KEY, 21.0) is None
