@@ -37,21 +37,14 @@ class Controller:
         workers: int = 1,
         logger: logging.Logger | None = None,
         eviction: bool = False,
-        batch_period: float = 0.0,
     ) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
-        if batch_period < 0:
-            raise ValueError("a batch period cannot be negative")
         self.name = name
         self.queue = queue
         self._reconciler = reconciler
         self._workers = workers
         self._log = logger or logging.getLogger(__name__)
-        # An event enqueues its key this long after it arrived, and whatever else arrives for the
-        # key meanwhile rides along: one pass for a burst (kube-controller-manager's
-        # --endpoint-updates-batch-period does the same for Endpoints).
-        self.batch_period = batch_period
         self._running = False
         self._finished = asyncio.Event()
         # An eviction queue also reports Karmada's eviction_* metrics, labelled with its name.
@@ -60,15 +53,8 @@ class Controller:
             depth = metrics.EVICTION_QUEUE_DEPTH.labels(name)
             queue.depth_observers.append(depth.set)
 
-    @property
-    def workers(self) -> int:
-        return self._workers
-
     def enqueue(self, key: str) -> None:
-        if self.batch_period:
-            self.queue.add_after(key, self.batch_period)
-        else:
-            self.queue.add(key)
+        self.queue.add(key)
 
     async def run(self) -> None:
         """Run the workers until `stop()`; cancelling `run()` cancels them.

@@ -162,12 +162,11 @@ class Manager:
         return list(self._informers.values())
 
     def controller(self, name: str, reconciler: Reconciler, workers: int = 1,
-                   logger: logging.Logger | None = None, eviction: bool = False,
-                   batch_period: float = 0.0) -> Controller:
+                   logger: logging.Logger | None = None, eviction: bool = False) -> Controller:
         if name in self._controllers:
             raise ValueError(f"controller {name} already exists")
         controller = Controller(name, reconciler, WorkQueue(self.clock, name), workers=workers, logger=logger,
-                                eviction=eviction, batch_period=batch_period)
+                                eviction=eviction)
         self._controllers[name] = controller
         if self._started:
             self._controller_tasks.append(self._spawn(f"controller/{name}", controller.run))

@@ -8,15 +8,10 @@ request, a raft entry and a WAL write in etcd. Measured on one etcd, 4,000 puts 
 Every operation stays what it was: its own nested transaction (its own compare, its own
 success), so one that fails its compare fails alone. What changes is that operations submitted
 while earlier batches are under way wait and leave together, at most `max_ops` (etcd's
---max-txn-ops, 128 by default) and `max_bytes` at a time, one operation per key per batch
+--max-txn-ops is 128 by default) and `max_bytes` at a time, one operation per key per batch
 (etcd refuses a transaction that writes a key twice). An idle process sends each operation at
 once, alone, as before. A batch that etcd refuses as a whole (a lapsed lease, too large a
 request) is retried one operation at a time, so only the culprit sees the error.
-
-How much may be under way bounds a process's writes: `in_flight` batches of `max_ops`, each
-waiting for etcd's commit. At four batches of 64 the executor's writes in a failover of a
-thousand bindings queued here for up to a second each, with the process's CPU half idle
-(docs/performance.md, seventh round); sixteen of 128 let etcd commit more of them together.
 """
 
 from __future__ import annotations
@@ -30,9 +25,9 @@ from typing import Generic, TypeVar
 Op = TypeVar("Op")
 Result = TypeVar("Result")
 
-MAX_OPS = 128
+MAX_OPS = 64
 MAX_BYTES = 512 * 1024
-IN_FLIGHT = 16
+IN_FLIGHT = 4
 
 
 @dataclass

@@ -24,7 +24,6 @@ from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.executor.agent import PullAgent
-from services.executor.binding_status import BATCH_PERIOD
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from services.executor.execution_manager import ExecutionManager
 from services.executor.lease import LeaseRenewer
@@ -51,9 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skipped-propagating-namespaces", default=("kube-.*",),
                         type=lambda s: tuple(p for p in s.split(",") if p),
                         help="namespaces (regular expressions) whose templates are never propagated")
-    parser.add_argument("--binding-status-batch-period", type=duration, default=BATCH_PERIOD,
-                        help="how long the Work status reports of a binding are gathered before its status is "
-                             "written once for all of them (default 500ms; 0 writes at each report)")
     parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=BINDING_SYNCS,
                         help="bindings synced to Works and aggregated at once (Karmada: 5; docs/differences.md)")
 
@@ -75,8 +71,7 @@ async def lead_controller(ctx: ServiceContext) -> None:
     )
     # The detector, the binding controllers and status aggregation.
     config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
-                            workers=args.concurrent_resourcebinding_syncs,
-                            status_batch_period=args.binding_status_batch_period)
+                            workers=args.concurrent_resourcebinding_syncs)
     ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager)
     try:
         await manager.run()

@@ -28,12 +28,6 @@ from services.executor.cached_write import CachedStatusWriter
 
 log = logging.getLogger(__name__)
 
-# A binding's Works report in bursts (a new Work created, applied, Healthy; the old one marked
-# deleting), and a pass per report wrote the binding, and its template, once per report: every
-# service watching bindings read each version. Waiting this long after the first report of a
-# burst writes what the whole burst says, for at most this much delay in the binding's status.
-BATCH_PERIOD = 0.5
-
 
 def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) -> bool:
     """Set the binding's aggregatedStatus and FullyApplied condition in place; whether anything changed."""

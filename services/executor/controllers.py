@@ -34,7 +34,7 @@ from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import dependencies, policy_match, routing
 from services.executor.binding_controller import DIRECTLY_REQUEUE_SECONDS, BindingReconciler, index_works
-from services.executor.binding_status import BATCH_PERIOD, BindingStatusReconciler
+from services.executor.binding_status import BindingStatusReconciler
 from services.executor.detector import (
     CLAIM_INDEX,
     DEPENDED_BY_INDEX,
@@ -65,8 +65,6 @@ class ExecutorConfig:
     skipped_namespaces: tuple[str, ...] = policy_match.DEFAULT_SKIPPED_NAMESPACES
     # --concurrent-resourcebinding-syncs, for each of the executor's controllers.
     workers: int = BINDING_SYNCS
-    # --binding-status-batch-period (binding_status.BATCH_PERIOD).
-    status_batch_period: float = BATCH_PERIOD
     directly_requeue: float = DIRECTLY_REQUEUE_SECONDS
 
     def gate(self, name: str) -> bool:
@@ -105,8 +103,7 @@ class ExecutorControllers:
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
             config.directly_requeue, clock, self.bindings, self.templates), workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
-            store, clock, self.bindings, self.works, self.templates), workers=config.workers,
-            batch_period=config.status_batch_period)
+            store, clock, self.bindings, self.works, self.templates), workers=config.workers)
 
         self._route_policies(self.policies)
         self._route_policies(self.cluster_policies)

@@ -95,25 +95,6 @@ async def test_while_batches_are_under_way_newer_operations_wait_and_leave_toget
     assert sender.batches == [["a"], ["b"], ["c", "d", "e", "f"]]
 
 
-async def test_by_default_sixteen_batches_of_up_to_etcds_128_operations_are_under_way() -> None:
-    """Fewer, at a failover's thousand bindings, queued the executor's writes here for a second
-    each while its CPU was half idle (docs/performance.md, seventh round)."""
-    sender = Sender()
-    sender.gate = asyncio.Event()
-    commit = group(sender)
-    alone = []
-    for i in range(16):
-        alone.append(asyncio.create_task(commit.submit(f"k{i}".encode(), f"k{i}")))
-        await sent(sender, i + 1)
-    waiting = [asyncio.create_task(commit.submit(f"w{i}".encode(), f"w{i}")) for i in range(200)]
-    for _ in range(10):
-        await asyncio.sleep(0)
-    assert len(sender.batches) == 16
-    sender.gate.set()
-    await asyncio.gather(*alone, *waiting)
-    assert [len(b) for b in sender.batches[16:]] == [128, 72]
-
-
 async def test_a_batch_refused_as_a_whole_is_retried_one_by_one_so_only_the_culprit_fails() -> None:
     sender = Sender()
     commit = group(sender)

@@ -312,27 +312,3 @@ def test_a_controller_needs_a_worker() -> None:
     clock = FakeClock()
     with pytest.raises(ValueError):
         Controller("test", Recorder(clock), WorkQueue(clock), workers=0)
-
-
-async def test_a_batch_period_makes_a_burst_of_events_one_pass_after_the_first() -> None:
-    clock = FakeClock()
-    reconciler = Recorder(clock)
-    controller = Controller("test", reconciler, WorkQueue(clock), batch_period=0.5)
-    runner = start(controller)
-
-    controller.enqueue("default/nginx")
-    await clock.advance(0.3)
-    controller.enqueue("default/nginx")  # rides along: the pass is still due at 0.5
-    controller.enqueue("default/web")
-    await clock.advance(0.2 - EPS)
-    assert reconciler.calls == []
-    await clock.advance(EPS)
-    assert reconciler.calls == [("default/nginx", 0.5)]
-    await clock.advance(0.3)
-    assert reconciler.calls == [("default/nginx", 0.5), ("default/web", 0.8)]
-    await stop(controller, runner)
-
-
-def test_a_batch_period_cannot_be_negative() -> None:
-    with pytest.raises(ValueError, match="negative"):
-        Controller("test", Recorder(FakeClock()), WorkQueue(FakeClock()), batch_period=-1)
