@@ -15,6 +15,7 @@ on the failed cluster once that cluster is reachable again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -164,16 +165,20 @@ class GracefulEvictionReconciler:
         ):
             written = await self.store.update(updated, original=binding, status_change=record_history)
         observe_recovered(binding, f"{kind_of(binding).kind}:{key}", history.recovered)
+        template = template_of(binding)
+        events = []
         for dropped in verdict.dropped:
             TASKS_DROPPED.labels(reason=dropped.why.value).inc()
             cluster = dropped.task.from_cluster
             log.info("event=drop-eviction-task binding=%s kind=%s cluster=%s reason=%s",
                      key, binding.kind, cluster, dropped.why.value)
             message = f"Evict from cluster {cluster} succeed."
-            await self._event(written, message)
-            template = template_of(binding)
+            events.append(self._event(written, message))
             if template is not None:
-                await self._event(template, message)
+                events.append(self._event(template, message))
+        # Together, not one after another: each waits for an etcd commit, and the last bindings of
+        # a failover become Healthy in a burst that this pass's length drains.
+        await asyncio.gather(*events)
         for dropped in verdict.dropped:
             self._close_failover_if_last(binding, dropped.task)
 

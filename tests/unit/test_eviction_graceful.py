@@ -9,6 +9,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
+from google.protobuf.message import Message
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -22,6 +23,7 @@ from flotilla.runtime.clock import FakeClock, RealClock
 from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, traceparent
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
 from services.eviction.controllers import EvictionControllers
 from services.eviction.graceful import (
     EVICTION_BLOCKED,
@@ -251,3 +253,44 @@ def test_the_last_binding_of_a_failover_closes_it_with_the_whole_rto() -> None:
     assert closed.context.trace_id == root.get_span_context().trace_id
     assert dict(closed.attributes or {})[FAILOVER_RTO_SECONDS] == 42.0
     assert (closed.end_time or 0) - (closed.start_time or 0) == 42 * 10**9
+
+
+class Overlapping(EventRecorder):
+    """Counts how many of its Events are being written at once."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store, "eviction")
+        self.under_way = self.most = 0
+
+    async def normal(self, obj: Message, reason: str, message: str) -> None:
+        self.under_way += 1
+        self.most = max(self.most, self.under_way)
+        try:
+            for _ in range(3):  # a write that takes a while, as one waiting for etcd does
+                await asyncio.sleep(0)
+            await super().normal(obj, reason, message)
+        finally:
+            self.under_way -= 1
+
+
+async def test_a_dropped_tasks_events_on_binding_and_template_are_written_together(store: MemoryStore) -> None:
+    """One after another, each waiting for its commit, they made the pass that drops a task three
+    commits long, and the burst of bindings turning Healthy at the end of a failover drained that
+    much slower (docs/performance.md, seventh round)."""
+    await store.create(deployment())
+    await create_scheduled(store, binding({"member2": 3}, ["member1"]), {"member2": "Healthy"})
+    recorder = Overlapping(store)
+    controllers = EvictionControllers(store, RealClock(), GracefulEvictionConfig(timedelta(minutes=10)),
+                                      events=recorder)
+    scheduler = others_catch_up(store, controllers)
+    written = Informer(store, registry.EVENT)
+    tasks = [asyncio.create_task(controllers.run()), asyncio.create_task(written.run())]
+    try:
+        await Watch(written).until(lambda: sum(e.reason == "EvictWorkloadFromClusterSucceed"
+                                               for e in written.list()) == 2)
+        assert tasks_of(controllers) == []
+        assert recorder.most == 2
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, *scheduler, return_exceptions=True)
