@@ -456,8 +456,29 @@ def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     return (
         cluster.metadata.HasField("deletion_timestamp") != old.metadata.HasField("deletion_timestamp")
         or dict(cluster.metadata.labels) != dict(old.metadata.labels)
-        or cluster.metadata.generation != old.metadata.generation
+        or (cluster.metadata.generation != old.metadata.generation and not only_taints_added(old, cluster))
     )
+
+
+def _taint_ids(cluster: cluster_pb2.Cluster) -> set[tuple[str, str, str]]:
+    return {(t.key, t.value, t.effect) for t in cluster.spec.taints}
+
+
+def only_taints_added(old: cluster_pb2.Cluster, new: cluster_pb2.Cluster) -> bool:
+    """Whether the spec change from `old` to `new` is taints added and nothing else. That changes
+    no binding's placement, so no binding is looked at again (Karmada looks at every affected
+    one, and for the same result): a new taint only keeps the cluster from bindings not on it,
+    which were not placed there anyway, and TaintToleration passes the bindings already on it,
+    whose eviction is the taint manager's. A failed cluster's not-ready taints would otherwise
+    send every binding on it through the scheduler just as the taint manager evicts them, and the
+    evicted ones, already decided once, would wait behind the rest of that queue to be rescheduled."""
+    if not _taint_ids(old) < _taint_ids(new):
+        return False
+    before, after = cluster_pb2.ClusterSpec(), cluster_pb2.ClusterSpec()
+    before.CopyFrom(old.spec)
+    after.CopyFrom(new.spec)
+    del before.taints[:], after.taints[:]
+    return before == after
 
 
 def cluster_status_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:

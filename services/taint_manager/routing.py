@@ -15,7 +15,7 @@ from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys, WatchEvent
 from flotilla.store.informer import EventType, Informer
-from services.taint_manager.evictor import EvictorState
+from services.taint_manager.evictor import EvictorState, user_taint_signature
 from services.taint_manager.protection import region_of
 from services.taint_manager.tolerations import current_taints
 
@@ -57,16 +57,23 @@ def binding_spec_changed(event: WatchEvent[Binding]) -> bool:
     return event.old.metadata.generation != event.obj.metadata.generation
 
 
+def _eviction_inputs(cluster: cluster_pb2.Cluster) -> tuple[tuple[tuple[str, str, int], ...], str]:
+    no_execute = tuple((t.key, t.value, t.time_added.ToNanoseconds())
+                       for t in current_taints(cluster) if t.effect == EFFECT_NO_EXECUTE)
+    return no_execute, user_taint_signature(cluster)
+
+
 def eviction_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
-    """What an eviction decision reads of a cluster changed: its taints or its Ready status, or
-    the cluster came or went. The status service rewrites a cluster's resource summary every
-    collection while pods move; each of those would otherwise look at every binding on it."""
+    """What an eviction decision reads of a cluster changed: the NoExecute taints in force (those
+    of a Ready cluster less its stale readiness taints) and the user taint whose trace an eviction
+    joins, or the cluster came or went. Not a new resource summary, which the status service
+    writes every collection while pods move; and not a cluster leaving Ready before its NoExecute
+    taint is on: the thousand passes that would find nothing to evict would stand in the queue in
+    front of the evictions the taint brings a moment later."""
     old = event.old
     if event.type is not EventType.MODIFIED or old is None:
         return True
-    new = event.obj
-    return (list(new.spec.taints) != list(old.spec.taints)
-            or is_true(new.status.conditions, "Ready") != is_true(old.status.conditions, "Ready"))
+    return _eviction_inputs(old) != _eviction_inputs(event.obj)
 
 
 def cluster_name(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:

@@ -21,11 +21,21 @@ from tests.unit.cache_fake import Cache
 ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
 
 
-def cluster(generation: int = 1, **labels: str) -> cluster_pb2.Cluster:
+def cluster(generation: int = 1, *taints: str, region: str = "", **labels: str) -> cluster_pb2.Cluster:
+    """`taints` as `key=value:Effect`."""
     c = cluster_pb2.Cluster()
     c.metadata.name, c.metadata.generation = "m1", generation
     c.metadata.labels.update(labels)
+    c.spec.region = region
+    for taint in taints:
+        key_value, effect = taint.split(":")
+        key, _, value = key_value.partition("=")
+        c.spec.taints.add(key=key, value=value, effect=effect)
     return c
+
+
+NOT_READY = "cluster.karmada.io/not-ready:NoSchedule"
+NOT_READY_EXECUTE = "cluster.karmada.io/not-ready:NoExecute"
 
 
 def rb(name: str, env: str | None = None, on: str | None = None) -> Any:
@@ -45,6 +55,17 @@ def rb(name: str, env: str | None = None, on: str | None = None) -> Any:
     (WatchEvent(MODIFIED, cluster(env="prod"), cluster()), True),
     (WatchEvent(MODIFIED, cluster(), cluster()), False),  # a status write
     (WatchEvent(DELETED, cluster()), False),
+    # Taints added and nothing else: no placement changes (TaintToleration passes the clusters a
+    # binding is on; evicting from them is the taint manager's).
+    (WatchEvent(MODIFIED, cluster(2, NOT_READY, NOT_READY_EXECUTE), cluster(1)), False),
+    (WatchEvent(MODIFIED, cluster(3, NOT_READY, NOT_READY_EXECUTE), cluster(2, NOT_READY)), False),
+    # A taint gone may let bindings onto the cluster.
+    (WatchEvent(MODIFIED, cluster(2), cluster(1, NOT_READY)), True),
+    (WatchEvent(MODIFIED, cluster(2, NOT_READY_EXECUTE), cluster(1, NOT_READY)), True),
+    (WatchEvent(MODIFIED, cluster(2, "team=a:NoSchedule"), cluster(1, "team=b:NoSchedule")), True),
+    # Taints added along with anything else in the spec, or the labels.
+    (WatchEvent(MODIFIED, cluster(2, NOT_READY, region="eu"), cluster(1)), True),
+    (WatchEvent(MODIFIED, cluster(2, NOT_READY, env="prod"), cluster(1)), True),
 ])
 def test_which_cluster_changes_matter(event: WatchEvent[Any], matters: bool) -> None:
     assert cluster_change_matters(event) is matters

@@ -17,12 +17,15 @@ ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETE
 
 
 def cluster(name: str, ready: str = "True", no_execute: bool = False,
-            taint_key: str = "cluster.karmada.io/not-ready") -> cluster_pb2.Cluster:
+            taint_key: str = "cluster.karmada.io/not-ready", added: int = 0) -> cluster_pb2.Cluster:
+    """`added`: the NoExecute taint's timeAdded, in seconds, if any."""
     c = cluster_pb2.Cluster()
     c.metadata.name = name
     set_condition(c.status.conditions, "Ready", ready, "", "", datetime(2024, 1, 1, tzinfo=UTC))
     if no_execute:
-        c.spec.taints.add(key=taint_key, effect="NoExecute")
+        taint = c.spec.taints.add(key=taint_key, effect="NoExecute")
+        if added:
+            taint.time_added.seconds = added
     return c
 
 
@@ -117,9 +120,19 @@ def collected(c: cluster_pb2.Cluster, pods: int) -> cluster_pb2.Cluster:
 @pytest.mark.parametrize(("event", "looks"), [
     (WatchEvent(ADDED, cluster("m1")), True),
     (WatchEvent(DELETED, cluster("m1")), True),
-    (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1")), True),
     (WatchEvent(MODIFIED, cluster("m1", "False", no_execute=True), cluster("m1", "False")), True),
     (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1", "False", no_execute=True)), True),
+    # Ready lost or regained with no NoExecute taint: nothing to evict for either way (the
+    # taint, when it comes, is its own change).
+    (WatchEvent(MODIFIED, cluster("m1", "False"), cluster("m1")), False),
+    (WatchEvent(MODIFIED, cluster("m1"), cluster("m1", "False")), False),
+    # Ready regained before the not-ready taint is removed: the stale taint no longer counts.
+    (WatchEvent(MODIFIED, cluster("m1", no_execute=True), cluster("m1", "False", no_execute=True)), True),
+    # A user's NoExecute taint is in force either way, but only a Ready cluster's opens a trace.
+    (WatchEvent(MODIFIED, cluster("m1", no_execute=True, taint_key="maintenance"),
+                cluster("m1", "False", no_execute=True, taint_key="maintenance")), True),
+    (WatchEvent(MODIFIED, cluster("m1", "False", no_execute=True, taint_key="maintenance"),
+                cluster("m1", "False", no_execute=True, taint_key="maintenance", added=7)), True),
     # A collection that changed only the resource summary: nothing an eviction reads.
     (WatchEvent(MODIFIED, collected(cluster("m1"), 7), cluster("m1")), False),
     (WatchEvent(MODIFIED, collected(cluster("m1", "False", no_execute=True), 7),
