@@ -202,7 +202,7 @@ class BindingReconciler:
     def _has_changes(self, desired: list[work_pb2.Work]) -> bool:
         for work in desired:
             current = self.works.get(f"{work.metadata.namespace}/{work.metadata.name}")
-            if current is None or works.merge_work(current, work) != current:
+            if current is None or not works.carries(current, work):
                 return True
         return False
 
@@ -227,7 +227,7 @@ class BindingReconciler:
         elif works.is_deleting(current):
             done.waiting.append(cluster)
             return
-        elif works.merge_work(current, desired) == current:
+        elif works.carries(current, desired):
             return
 
         def change(work: work_pb2.Work) -> bool:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -171,7 +170,7 @@ def manifest(binding: Binding, template: meta_pb2.Unstructured, replicas: int | 
              completions: int | None, extra_labels: Mapping[str, str]) -> dict[str, Any]:
     """The object a member receives: `replicas` and `completions` are its share (None: as in the template)."""
     meta = template.metadata
-    body = copy.deepcopy(template_content(template))
+    body = template_content(template)  # a fresh parse: this one is ours to change
     body.pop("status", None)
     spec = body.get("spec")
     if isinstance(spec, dict):
@@ -225,6 +224,17 @@ def build_works(
         work.spec.preserve_resources_on_deletion = spec.preserve_resources_on_deletion
         result.append(work)
     return result
+
+
+def carries(current: work_pb2.Work, desired: work_pb2.Work) -> bool:
+    """Whether `current` already says what `desired` does (`merge_work` would change nothing),
+    found without copying either: most passes of the binding controller change no Work, and a
+    Work is its whole manifest and status."""
+    meta, wanted = current.metadata, desired.metadata
+    return (current.spec == desired.spec
+            and all(meta.labels.get(k) == v for k, v in wanted.labels.items())
+            and all(meta.annotations.get(k) == v for k, v in wanted.annotations.items())
+            and all(f in meta.finalizers for f in wanted.finalizers))
 
 
 def merge_work(current: work_pb2.Work, desired: work_pb2.Work) -> work_pb2.Work:

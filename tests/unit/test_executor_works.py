@@ -244,3 +244,71 @@ def test_merge_work_keeps_what_others_wrote() -> None:
     assert merged.metadata.labels["work.karmada.io/permanent-id"] == "wid"
     assert list(merged.metadata.finalizers) == ["other/finalizer", "karmada.io/execution-controller"]
     assert merged.status == current.status
+
+
+def _desired() -> work_pb2.Work:
+    return works.build_works(binding(spec([("m1", 2)])), template("apps/v1", "Deployment", {"replicas": 3}),
+                             False)[0]
+
+
+def _with_others(work: work_pb2.Work) -> work_pb2.Work:
+    """The Work as stored: what others add to it besides what the binding controller wrote."""
+    current = work_pb2.Work()
+    current.CopyFrom(work)
+    current.metadata.labels["work.karmada.io/permanent-id"] = "wid"
+    current.metadata.annotations["flotilla.io/traceparent"] = "00-abc"
+    current.metadata.finalizers.append("other/finalizer")
+    current.status.conditions.add(type="Applied", status="True")
+    return current
+
+
+def _manifest_changed(w: work_pb2.Work) -> None:
+    w.spec.workload.manifests[0] = b"{}"
+
+
+def _suspended(w: work_pb2.Work) -> None:
+    w.spec.suspend_dispatching = True
+
+
+def _label_gone(w: work_pb2.Work) -> None:
+    w.metadata.labels.clear()
+
+
+def _annotation_changed(w: work_pb2.Work) -> None:
+    w.metadata.annotations["resourcetemplate.karmada.io/generation"] = "7"
+
+
+def _finalizer_gone(w: work_pb2.Work) -> None:
+    w.metadata.finalizers.remove("karmada.io/execution-controller")
+
+
+def _status_changed(w: work_pb2.Work) -> None:
+    w.status.conditions[0].status = "False"
+
+
+@pytest.mark.parametrize(("edit", "carried"), [
+    (None, True),
+    (_status_changed, True),  # the status is not the binding controller's
+    (_manifest_changed, False),
+    (_suspended, False),
+    (_label_gone, False),
+    (_annotation_changed, False),
+    (_finalizer_gone, False),
+])
+def test_a_work_carries_what_is_desired_exactly_when_merging_changes_nothing(edit: Any, carried: bool) -> None:
+    desired = _desired()
+    current = _with_others(desired)
+    if edit is not None:
+        edit(current)
+    assert works.carries(current, desired) is carried
+    assert (works.merge_work(current, desired) == current) is carried
+
+
+def test_building_works_leaves_the_template_as_it_was() -> None:
+    t = template("apps/v1", "Deployment", {"replicas": 3})
+    before = t.SerializeToString(deterministic=True)
+    first = works.build_works(binding(spec([("m1", 2), ("m2", 1)])), t, False)
+    again = works.build_works(binding(spec([("m1", 2), ("m2", 1)])), t, False)
+    assert t.SerializeToString(deterministic=True) == before
+    assert [json.loads(w.spec.workload.manifests[0])["spec"]["replicas"] for w in first] == [2, 1]
+    assert first == again
