@@ -37,7 +37,7 @@ from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
 from flotilla.store.connect import channel_target
 from flotilla.store.endpoints import Endpoint, Registration
-from flotilla.store.events import EventRecorder
+from flotilla.store.events import EventQueue
 from flotilla.store.leader import LeaderElector
 from flotilla.tls import TLSError, TLSFiles, etcd_client_tls, server_name
 
@@ -53,7 +53,7 @@ class ServiceContext:
     store: Store
     clock: Clock
     identity: str
-    events: EventRecorder
+    events: EventQueue
     tracer: trace.Tracer
     server: grpc.aio.Server | None = None
     elector: LeaderElector | None = None
@@ -116,6 +116,9 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser.add_argument("--endpoint-ttl", type=duration, default=duration("10s"))
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--shutdown-grace", type=duration, default=duration("5s"))
+    parser.add_argument("--event-qps", type=float, default=50.0,
+                        help="Events written per second at most, in the background; in a storm they wait, and "
+                             "beyond 10,000 waiting they are dropped, never waited for")
     if spec.add_arguments:
         spec.add_arguments(parser)
     apply_env_defaults(parser)
@@ -190,7 +193,7 @@ class Runner:
             store=store,
             clock=self.clock,
             identity=self.identity,
-            events=EventRecorder(store, self.spec.name, host=socket.gethostname()),
+            events=EventQueue(store, self.spec.name, self.clock, host=socket.gethostname(), qps=self.args.event_qps),
             tracer=trace.get_tracer(f"flotilla.{self.spec.name}"),
             on_unhealthy=self._task_down,
             on_healthy=self._tasks_up,
@@ -229,6 +232,7 @@ class Runner:
         await registration.start()
         await self.health.publish()
         log.info("event=serving address=%s metrics_port=%s identity=%s", self.address, self.metrics_port, self.identity)
+        events = asyncio.create_task(ctx.events.run(), name="events")
         leading = asyncio.create_task(self._lead_forever(ctx), name="lead-forever")
         leading.add_done_callback(self._leading_ended)
         try:
@@ -236,7 +240,7 @@ class Runner:
         finally:
             log.info("event=shutdown identity=%s", self.identity)
             await self.health.enter_graceful_shutdown()
-            await cancel_and_wait(leading)
+            await cancel_and_wait(leading, events)
             if ctx.elector is not None:
                 await ctx.elector.resign()
             await registration.close()

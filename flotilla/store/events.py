@@ -1,19 +1,26 @@
 """Events for `describe`: written on an etcd lease so they expire by themselves.
 
 Repeats of the same (object, reason, message) are folded into one Event whose
-count and lastTimestamp grow, as Kubernetes' event correlator does.
+count and lastTimestamp grow, as Kubernetes' event correlator does. A service writes them
+through an `EventQueue`, in the background and at a bounded rate, as client-go's broadcaster
+does: a storm of them (a failover of a thousand bindings makes several thousand) neither
+slows the passes that record them nor competes with the failover's own writes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import logging
 from collections import OrderedDict
 
 from google.protobuf.message import Message
+from prometheus_client import Counter
 
 from flotilla.api.v1 import core_pb2
+from flotilla.runtime.clock import Clock
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.base import copy_of, meta_of
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError
 from flotilla.store.protocol import ObjectStore
@@ -23,6 +30,12 @@ log = logging.getLogger(__name__)
 REMEMBERED_EVENTS = 1000
 NORMAL = "Normal"
 WARNING = "Warning"
+
+EVENTS_DROPPED = Counter(
+    "flotilla_events_dropped",
+    "Events not written because the queue of Events waiting to be written was full",
+    ["component"],
+)
 
 
 def _kind(obj: Message) -> tuple[str, str]:
@@ -120,6 +133,79 @@ class EventRecorder:
         self._written[(namespace, name)] = event
         while len(self._written) > REMEMBERED_EVENTS:
             self._written.popitem(last=False)
+
+
+def _reference(obj: Message) -> Message:
+    """As much of `obj` as its Event names (kind, apiVersion, namespace, name, uid): what waits in
+    the queue, rather than the whole object."""
+    ref = type(obj)()
+    kind, api_version = _kind(obj)
+    if kind or api_version:
+        ref.kind, ref.api_version = kind, api_version  # type: ignore[attr-defined]
+    meta, into = meta_of(obj), meta_of(ref)
+    into.namespace, into.name, into.uid = meta.namespace, meta.name, meta.uid
+    return ref
+
+
+class EventQueue(EventRecorder):
+    """An EventRecorder that writes in the background: `record` (and `emit`, for callers that
+    are not coroutines) queues the Event and returns at once; `run()` writes the queue, at most
+    `qps` a second after a burst of twice qps. Once `capacity` Events wait, new ones are dropped,
+    counted in `flotilla_events_dropped_total` and logged, as client-go's broadcaster drops them
+    rather than block its caller. Run `run()` for as long as Events are recorded."""
+
+    def __init__(self, store: ObjectStore, component: str, clock: Clock, ttl: int = 3600, host: str = "",
+                 qps: float = 50.0, capacity: int = 10_000, workers: int = 2) -> None:
+        super().__init__(store, component, ttl, host)
+        self.clock = clock
+        self.dropped = 0
+        self._queue: asyncio.Queue[tuple[Message, str, str, str]] = asyncio.Queue(capacity)
+        self._workers = workers
+        self._interval = 1.0 / qps if qps > 0 else 0.0
+        # A token bucket as a schedule: the earliest time the next write may start. A write may
+        # start as early as `_ahead` before now, so that after a pause a burst goes at once.
+        self._ahead = (max(qps * 2, 1.0) - 1) * self._interval
+        self._next = float("-inf")
+
+    async def record(self, obj: Message, event_type: str, reason: str, message: str) -> None:
+        self.emit(obj, event_type, reason, message)
+
+    def emit(self, obj: Message, event_type: str, reason: str, message: str) -> None:
+        try:
+            self._queue.put_nowait((_reference(obj), event_type, reason, message))
+        except asyncio.QueueFull:
+            self.dropped += 1
+            EVENTS_DROPPED.labels(self.component).inc()
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("event=events-dropped count=%d reason=%s", self.dropped, reason)
+
+    async def run(self) -> None:
+        """Write queued Events until cancelled."""
+        workers = [asyncio.create_task(self._work()) for _ in range(self._workers)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            await cancel_and_wait(*workers)
+
+    async def _work(self) -> None:
+        while True:
+            obj, event_type, reason, message = await self._queue.get()
+            try:
+                await self._take_turn()
+                await super().record(obj, event_type, reason, message)
+            finally:
+                self._queue.task_done()
+
+    async def _take_turn(self) -> None:
+        now = self.clock.monotonic()
+        start = max(self._next, now - self._ahead)
+        self._next = start + self._interval
+        if start > now:
+            await self.clock.sleep(start - now)
+
+    async def drain(self) -> None:
+        """Until every Event queued so far is written (for tests)."""
+        await self._queue.join()
 
 
 async def events_for(store: ObjectStore, obj: Message) -> list[core_pb2.Event]:

@@ -18,7 +18,6 @@ from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduling import PluginError
-from services.scheduler.events import EventSink
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
 from services.scheduler.servicer import SchedulerServicer
 
@@ -38,8 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity-reservation-ttl", type=duration, default=duration("20s"),
                         help="how long replicas just placed count against a cluster before its reported "
                              "resourceSummary is trusted to include them")
-    parser.add_argument("--event-qps", type=float, default=50.0,
-                        help="Events written per second at most; in a storm the rest are dropped, not waited for")
 
 
 def options_from(args: argparse.Namespace) -> SchedulerOptions:
@@ -70,7 +67,7 @@ def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]
 
 async def lead(ctx: ServiceContext) -> None:
     loop = SchedulerLoop(ctx.store, ctx.clock, ctx.extra["framework"], options_from(ctx.args),
-                         EventSink(ctx.events, ctx.clock, ctx.args.event_qps), ctx.tracer, manager=ctx.manager())
+                         ctx.events, ctx.tracer, manager=ctx.manager())
     ctx.extra["loop"] = loop
     try:
         await loop.run()

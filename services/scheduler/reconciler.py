@@ -45,9 +45,8 @@ from flotilla.scheduler.placement import is_workload
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of, object_key_of
-from flotilla.store.events import NORMAL, WARNING
+from flotilla.store.events import NORMAL, WARNING, EventQueue
 from flotilla.store.informer import EventType, Informer
-from services.scheduler.events import EventSink
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +136,7 @@ class BindingScheduler:
         framework: Framework,
         ledger: CapacityLedger,
         options: SchedulerOptions,
-        events: EventSink | None = None,
+        events: EventQueue | None = None,
         tracer: trace.Tracer | None = None,
     ) -> None:
         self.store = store
@@ -530,7 +529,7 @@ class SchedulerLoop:
     kind, and the wiring that turns their changes into work."""
 
     def __init__(self, store: ObjectStore, clock: Clock, framework: Framework, options: SchedulerOptions,
-                 events: EventSink | None = None, tracer: trace.Tracer | None = None,
+                 events: EventQueue | None = None, tracer: trace.Tracer | None = None,
                  manager: Manager | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)
         self.ledger = CapacityLedger(clock, options.reservation_ttl)
@@ -569,8 +568,6 @@ class SchedulerLoop:
             self.reconcilers[kind.kind] = reconciler
             self.informers[kind.kind] = informer
             self.controllers[kind.kind] = controller
-        if events is not None:
-            manager.add_runnable("scheduler-events", events.run)
 
     def _forget_reservations(self, kind: ResourceType[Binding]) -> Callable[[WatchEvent[Binding]], None]:
         return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))

@@ -19,8 +19,7 @@ from flotilla.api.conditions import get_condition
 from flotilla.runtime.clock import RealClock
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
-from flotilla.store.events import EventRecorder
-from services.scheduler.events import EventSink
+from flotilla.store.events import EventQueue
 from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
 from tests.scheduler_support import Bindings, cluster, placed, scheduled, targets
 
@@ -29,13 +28,14 @@ CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p-1"}
 
 @pytest.fixture
 async def loop(store: MemoryStore) -> AsyncIterator[SchedulerLoop]:
-    events = EventSink(EventRecorder(store, "scheduler"), RealClock(), qps=1000)
+    events = EventQueue(store, "scheduler", RealClock(), qps=1000)
     scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
                               SchedulerOptions(retry_after=0.02, workers=4), events)
-    task = asyncio.create_task(scheduler.run())
+    tasks = [asyncio.create_task(scheduler.run()), asyncio.create_task(events.run())]
     yield scheduler
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @pytest.fixture

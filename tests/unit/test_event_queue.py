@@ -1,0 +1,90 @@
+"""Events written in the background: a caller never waits for the write, writes keep to the
+rate asked for after a burst, and a full queue drops new Events (counted), never blocks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+from prometheus_client import REGISTRY
+
+from flotilla.api.v1 import cluster_pb2, core_pb2
+from flotilla.runtime.clock import FakeClock
+from flotilla.store.events import EventQueue, event_name
+from flotilla.store.memory import MemoryStore
+
+
+def cluster(name: str) -> cluster_pb2.Cluster:
+    c = cluster_pb2.Cluster(api_version="cluster.karmada.io/v1alpha1", kind="Cluster")
+    c.metadata.name, c.metadata.uid = name, f"uid-{name}"
+    c.spec.api_endpoint = "https://" + "x" * 1000  # what the queue need not hold on to
+    return c
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+
+
+@pytest.fixture
+def store(clock: FakeClock) -> MemoryStore:
+    return MemoryStore(clock)
+
+
+async def written(store: MemoryStore) -> list[core_pb2.Event]:
+    return list((await store.list(core_pb2.Event, "default")).items)
+
+
+@pytest.fixture
+async def running(store: MemoryStore, clock: FakeClock) -> AsyncIterator[EventQueue]:
+    queue = EventQueue(store, "test", clock, qps=2, capacity=100)
+    task = asyncio.create_task(queue.run())
+    yield queue
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_recording_returns_before_the_write_and_the_write_follows(
+        store: MemoryStore, clock: FakeClock) -> None:
+    queue = EventQueue(store, "test", clock)
+    await queue.normal(cluster("a"), "Ready", "cluster is ready")
+    assert await written(store) == []  # nothing runs the queue yet
+    task = asyncio.create_task(queue.run())
+    try:
+        await asyncio.wait_for(queue.drain(), 10)
+    finally:
+        task.cancel()
+    (event,) = await written(store)
+    assert event.metadata.name == event_name(cluster("a"), "Ready", "cluster is ready")
+    ref = event.involved_object
+    assert (ref.kind, ref.api_version, ref.name, ref.uid) == ("Cluster", "cluster.karmada.io/v1alpha1", "a", "uid-a")
+    assert event.reporting_component == "test"
+
+
+async def test_after_a_burst_writes_keep_to_the_rate(store: MemoryStore, clock: FakeClock,
+                                                     running: EventQueue) -> None:
+    for i in range(6):
+        running.emit(cluster(f"c{i}"), "Normal", "Ready", "cluster is ready")
+    await clock.advance(0)
+    assert len(await written(store)) == 4  # a burst of twice the rate goes at once
+    await clock.advance(0.5)
+    assert len(await written(store)) == 5  # then one every 1/qps seconds
+    await clock.advance(0.5)
+    assert len(await written(store)) == 6
+
+
+async def test_a_full_queue_drops_new_events_and_counts_them(store: MemoryStore, clock: FakeClock) -> None:
+    before = REGISTRY.get_sample_value("flotilla_events_dropped_total", {"component": "full"}) or 0.0
+    queue = EventQueue(store, "full", clock, capacity=2)
+    for i in range(5):
+        await queue.warning(cluster(f"c{i}"), "NotReady", "down")
+    assert queue.dropped == 3
+    assert REGISTRY.get_sample_value("flotilla_events_dropped_total", {"component": "full"}) == before + 3
+    task = asyncio.create_task(queue.run())
+    try:
+        await asyncio.wait_for(queue.drain(), 10)
+    finally:
+        task.cancel()
+    assert sorted(e.involved_object.name for e in await written(store)) == ["c0", "c1"]
