@@ -118,7 +118,7 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser.add_argument("--shutdown-grace", type=duration, default=duration("5s"))
     parser.add_argument("--event-qps", type=float, default=50.0,
                         help="Events written per second at most, in the background; in a storm they wait, and "
-                             "beyond 10,000 waiting they are dropped, never waited for")
+                             "beyond 1,000 waiting they are dropped, never waited for")
     if spec.add_arguments:
         spec.add_arguments(parser)
     apply_env_defaults(parser)

@@ -31,6 +31,10 @@ REMEMBERED_EVENTS = 1000
 NORMAL = "Normal"
 WARNING = "Warning"
 
+# client-go's maxQueuedEvents: a storm's backlog is written within 1000 / qps seconds (20 s at
+# the default 50), so it does not compete with the next storm's, as a longer one would.
+MAX_QUEUED_EVENTS = 1000
+
 EVENTS_DROPPED = Counter(
     "flotilla_events_dropped",
     "Events not written because the queue of Events waiting to be written was full",
@@ -155,7 +159,7 @@ class EventQueue(EventRecorder):
     rather than block its caller. Run `run()` for as long as Events are recorded."""
 
     def __init__(self, store: ObjectStore, component: str, clock: Clock, ttl: int = 3600, host: str = "",
-                 qps: float = 50.0, capacity: int = 10_000, workers: int = 2) -> None:
+                 qps: float = 50.0, capacity: int = MAX_QUEUED_EVENTS, workers: int = 2) -> None:
         super().__init__(store, component, ttl, host)
         self.clock = clock
         self.dropped = 0
