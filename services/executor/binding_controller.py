@@ -35,6 +35,7 @@ from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION, TRACEPARENT
 from flotilla.metrics import timed
 from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.controller import Result
+from flotilla.runtime.own_writes import OwnWrites
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 from flotilla.store.events import EventRecorder
@@ -125,6 +126,8 @@ class BindingReconciler:
         self.tracer = tracer or trace.get_tracer("flotilla.executor")
         self.directly_requeue = directly_requeue
         self.clock = clock or RealClock()
+        # The Works this controller wrote: their echoes need no pass (routing in controllers.py).
+        self.own_writes = OwnWrites()
 
     @timed(metrics.BINDING_SYNC_WORK_DURATION)
     async def reconcile(self, key: str) -> Result | None:
@@ -218,7 +221,9 @@ class BindingReconciler:
                 new.metadata.annotations[TRACEPARENT_ANNOTATION] = stamp
             try:
                 # Assumed at once, so the execution side applies it without waiting for the watch.
-                await self.works.assume(await self.store.create(new))
+                created = await self.store.create(new)
+                self.own_writes.record(created)
+                await self.works.assume(created)
                 done.written.append(cluster)
                 log.info("event=create-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
                 return
@@ -247,12 +252,13 @@ class BindingReconciler:
             return True
 
         try:
-            await self.store.mutate(registry.WORK, meta.namespace, meta.name, change)
+            updated = await self.store.mutate(registry.WORK, meta.namespace, meta.name, change)
         except NotFound:
             # Deleted since the create failed: the next pass creates it.
             done.waiting.append(cluster)
             return
         if cluster in done.written:
+            self.own_writes.record(updated)
             log.info("event=update-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
 
     async def _report_pending(self, rt: ResourceType[Binding], binding: Binding, blocked: list[str]) -> None:
@@ -299,7 +305,10 @@ class BindingReconciler:
             with contextlib.suppress(NotFound):
                 # The marks go in the write that marks the Work deleted: one write, and whoever
                 # sees the deletion sees them.
-                await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name, change=mark)
+                marked = await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name,
+                                                 change=mark)
+                if marked is not None:
+                    self.own_writes.record(marked)
             log.info("event=delete-work binding=%s cluster=%s work=%s/%s", key, works.work_cluster(work),
                      work.metadata.namespace, work.metadata.name)
 

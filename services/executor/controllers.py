@@ -99,9 +99,10 @@ class ExecutorControllers:
         self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(
             store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates), workers=config.workers)
         self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
-        self.binding_controller = manager.controller("binding", BindingReconciler(
+        self.binding_reconciler = BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
-            config.directly_requeue, clock, self.bindings, self.templates), workers=config.workers)
+            config.directly_requeue, clock, self.bindings, self.templates)
+        self.binding_controller = manager.controller("binding", self.binding_reconciler, workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
             store, clock, self.bindings, self.works, self.templates), workers=config.workers)
 
@@ -118,8 +119,9 @@ class ExecutorControllers:
         manager.on_event(rbs, self._watch_dependents, predicate=routing.propagates_deps)
         manager.watch(rbs, routing.binding(RB), self.distributor, predicate=routing.propagates_deps)
         manager.watch(rbs, routing.workloads_depending_on, self.distributor)
+        own_writes = self.binding_reconciler.own_writes
         manager.watch(self.works, routing.binding_of_work, self.binding_controller,
-                      predicate=routing.work_spec_changed)
+                      predicate=lambda event: not own_writes.echo(event) and routing.work_spec_changed(event))
         manager.watch(self.works, routing.binding_of_work, self.binding_status, predicate=routing.work_status_changed)
 
     def _route_policies(self, policies: Informer[P]) -> None:

@@ -248,7 +248,13 @@ def work_spec_changed(event: WatchEvent[work_pb2.Work]) -> bool:
 
 
 def work_status_changed(event: WatchEvent[work_pb2.Work]) -> bool:
-    # The annotations say which template generation the member was given.
+    """What the binding's aggregatedStatus reads of a Work changed. Not its creation, as in
+    Karmada: a new Work has no status yet, and its binding's own change (the schedule that asked
+    for it) has already been aggregated; reporting it as not applied was one more write of the
+    binding and its template per new Work. The annotations say which template generation the
+    member was given."""
+    if event.type is EventType.ADDED:
+        return False
     return (lifecycle(event) or _old(event).status != event.obj.status
             or _old(event).metadata.annotations != event.obj.metadata.annotations)
 

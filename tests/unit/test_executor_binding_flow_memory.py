@@ -426,3 +426,50 @@ async def test_dependencies_follow_the_workload(store: ObjectStore) -> None:
                              or bindings.informer.get("default/nginx-conf-configmap").metadata
                              .HasField("deletion_timestamp"))
 
+
+
+async def test_the_binding_controllers_own_work_writes_bring_it_no_pass(store: ObjectStore) -> None:
+    template, policy = seed()
+    await store.create(template)
+    await store.create(policy)
+    key = "ResourceBinding:default/nginx-deployment"
+    async with (running(store) as controllers, watching(store, registry.RESOURCE_BINDING) as bindings,
+                watching(store, registry.WORK) as works_):
+        await bindings.until(lambda: bindings.informer.get("default/nginx-deployment") is not None)
+        reconciler, queue = controllers.binding_reconciler, controllers.binding_controller.queue
+        adds: list[str] = []
+        passed = asyncio.Event()
+        add, reconcile = queue.add, reconciler.reconcile
+
+        def counting_add(k: str) -> None:
+            adds.append(k)
+            add(k)
+
+        async def counting_reconcile(k: str) -> Any:
+            try:
+                return await reconcile(k)
+            finally:
+                if k == key and all(controllers.works.get(f"{keys.execution_namespace(c)}/{WORK_NAME}")
+                                    for c in ("member1", "member2")):
+                    passed.set()
+
+        queue.add = counting_add  # type: ignore[method-assign]
+        reconciler.reconcile = counting_reconcile  # type: ignore[method-assign]
+        await schedule(store, "default", "nginx-deployment", [("member1", 1), ("member2", 2)])
+        await asyncio.wait_for(passed.wait(), 15)
+        # The schedule's change, and not the two Works that pass created.
+        assert adds.count(key) == 1
+
+        # A Work someone else changes is still this controller's to put back.
+        def tamper(work: work_pb2.Work) -> None:
+            work.spec.workload.manifests[0] = b'{"apiVersion":"apps/v1","kind":"Deployment"}'
+
+        tampered = await store.mutate(registry.WORK, keys.execution_namespace("member1"), WORK_NAME, tamper)
+
+        def put_back() -> bool:
+            work = work_in(works_, "member1")
+            return (work is not None and int(work.metadata.resource_version) > int(tampered.metadata.resource_version)
+                    and manifest(work).get("metadata", {}).get("name") == "nginx")
+
+        await works_.until(put_back)
+        assert adds.count(key) == 2

@@ -95,6 +95,22 @@ def test_work_events_route_to_its_binding() -> None:
     assert routing.work_status_changed(event) and not routing.work_spec_changed(event)
 
 
+def _deleting(w: Any) -> Any:
+    w.metadata.deletion_timestamp.FromSeconds(1)
+    return w
+
+
+@pytest.mark.parametrize(("event", "aggregated"), [
+    # A new Work has no status to aggregate (Karmada's binding-status controller ignores creates).
+    (WatchEvent(ADDED, work("w1")), False),
+    (WatchEvent(MODIFIED, work("w1"), work("w1")), False),
+    (WatchEvent(MODIFIED, _deleting(work("w1")), work("w1")), True),  # its item goes
+    (WatchEvent(DELETED, work("w1")), True),
+])
+def test_which_work_events_the_binding_status_aggregates(event: WatchEvent[Any], aggregated: bool) -> None:
+    assert routing.work_status_changed(event) is aggregated
+
+
 def test_policy_selects_templates_in_its_namespace_and_claimed_ones() -> None:
     policy = codec.from_dict({
         "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
