@@ -86,11 +86,14 @@ def _template_spec(template: meta_pb2.Unstructured) -> dict[str, Any]:
 
 
 def specification_changed(old: meta_pb2.Unstructured, new: meta_pb2.Unstructured) -> bool:
-    """Karmada's SpecificationChanged: anything but status and server bookkeeping."""
+    """Karmada's SpecificationChanged: anything but status and server bookkeeping. The store
+    raises a template's generation whenever its content other than status changes, so an
+    unchanged generation spares parsing both (every status write the executor aggregates comes
+    back here, once for each of the three controllers that watch templates)."""
     return (old.metadata.labels != new.metadata.labels or old.metadata.annotations != new.metadata.annotations
             or old.metadata.uid != new.metadata.uid or deleting(old) != deleting(new)
             or old.metadata.owner_references != new.metadata.owner_references
-            or _template_spec(old) != _template_spec(new))
+            or (old.metadata.generation != new.metadata.generation and _template_spec(old) != _template_spec(new)))
 
 
 # -- policies -> detector, policy finalizer ------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from flotilla.api import registry
+from flotilla.api import codec, registry
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.store import (
     AlreadyExists,
@@ -173,6 +173,28 @@ async def test_generation_follows_spec_not_metadata_or_status(backend: Backend) 
     obj = await store.update(obj)
     assert obj.metadata.generation == 2
     assert obj.metadata.uid != "forged"
+
+
+async def test_a_templates_generation_follows_its_content_other_than_status(backend: Backend) -> None:
+    """What the executor's template predicates rely on to skip parsing a status write."""
+    store = backend.store
+    template = codec.from_dict({"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 1}})
+    obj = await store.create(template)
+    assert obj.metadata.generation == 1
+
+    def content(replicas: int, ready: int | None = None) -> bytes:
+        value: dict[str, Any] = {"spec": {"replicas": replicas}}
+        if ready is not None:
+            value["status"] = {"readyReplicas": ready}
+        return codec.raw_json(value)
+
+    obj.content = content(1, ready=1)
+    obj = await store.update_status(obj)
+    assert obj.metadata.generation == 1
+    obj.content = content(2, ready=1)
+    obj = await store.update(obj)
+    assert obj.metadata.generation == 2
 
 
 async def test_status_and_spec_are_written_separately(backend: Backend) -> None:

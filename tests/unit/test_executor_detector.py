@@ -145,4 +145,10 @@ def test_only_specification_changes_matter() -> None:
     other = type(template)()
     other.CopyFrom(template)
     other.content = codec.raw_json(content)
+    # As the store writes it: content other than status changed, so the generation too.
+    other.metadata.generation = template.metadata.generation + 1
     assert specification_changed(template, other)
+    # A new generation whose content (status aside) is the same is no change either.
+    content["spec"]["replicas"] = json.loads(template.content)["spec"]["replicas"]
+    other.content = codec.raw_json(content)
+    assert not specification_changed(template, other)

@@ -53,7 +53,9 @@ def test_a_status_only_template_change_is_ignored() -> None:
     new_dict = codec.to_dict(new)
     new_dict["status"] = {"readyReplicas": 2}
     assert not routing.template_spec_changed(WatchEvent(MODIFIED, codec.from_dict(new_dict), old))
-    assert routing.template_spec_changed(WatchEvent(MODIFIED, deployment("web", replicas=3), old))
+    scaled = deployment("web", replicas=3)
+    scaled.metadata.generation = old.metadata.generation + 1  # as the store writes a spec change
+    assert routing.template_spec_changed(WatchEvent(MODIFIED, scaled, old))
 
 
 @pytest.mark.parametrize(("event", "spec", "scheduled", "deps"), [
@@ -174,3 +176,15 @@ BASE = applied(work("w1"), "True", 1)
 def test_the_execution_side_acts_on_a_works_apply_state_not_its_manifest_statuses(
         event: WatchEvent[Any], acted_on: bool) -> None:
     assert routing.work_apply_state_changed(event) is acted_on
+
+
+def test_a_status_write_is_told_apart_without_parsing_the_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = deployment("web", replicas=2)
+    new_dict = codec.to_dict(old)
+    new_dict["status"] = {"readyReplicas": 2}
+
+    def parsed(_: Any) -> Any:
+        raise AssertionError("the template was parsed")
+
+    monkeypatch.setattr(routing, "_template_spec", parsed)
+    assert not routing.template_spec_changed(WatchEvent(MODIFIED, codec.from_dict(new_dict), old))

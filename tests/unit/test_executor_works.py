@@ -227,25 +227,6 @@ def test_preserved_labels_injected_only_with_the_gate(gate: bool, labelled: bool
     assert ("jobid" in json.loads(w.spec.workload.manifests[0])["metadata"]["labels"]) is labelled
 
 
-def test_merge_work_keeps_what_others_wrote() -> None:
-    desired = works.build_works(binding(spec([("m1", 2)])), template("apps/v1", "Deployment", {"replicas": 3}),
-                                False)[0]
-    current = work_pb2.Work()
-    current.CopyFrom(desired)
-    current.metadata.labels["work.karmada.io/permanent-id"] = "wid"
-    current.metadata.annotations["flotilla.io/traceparent"] = "00-abc"
-    current.metadata.finalizers.append("other/finalizer")
-    current.status.conditions.add(type="Applied", status="True")
-    assert works.merge_work(current, desired) == current
-    current.spec.workload.manifests[0] = b"{}"
-    current.metadata.finalizers.remove("karmada.io/execution-controller")
-    merged = works.merge_work(current, desired)
-    assert merged.spec == desired.spec
-    assert merged.metadata.labels["work.karmada.io/permanent-id"] == "wid"
-    assert list(merged.metadata.finalizers) == ["other/finalizer", "karmada.io/execution-controller"]
-    assert merged.status == current.status
-
-
 def _desired() -> work_pb2.Work:
     return works.build_works(binding(spec([("m1", 2)])), template("apps/v1", "Deployment", {"replicas": 3}),
                              False)[0]
@@ -260,6 +241,19 @@ def _with_others(work: work_pb2.Work) -> work_pb2.Work:
     current.metadata.finalizers.append("other/finalizer")
     current.status.conditions.add(type="Applied", status="True")
     return current
+
+
+def test_merge_work_keeps_what_others_wrote() -> None:
+    desired = _desired()
+    current = _with_others(desired)
+    assert works.merge_work(current, desired) == current
+    current.spec.workload.manifests[0] = b"{}"
+    current.metadata.finalizers.remove("karmada.io/execution-controller")
+    merged = works.merge_work(current, desired)
+    assert merged.spec == desired.spec
+    assert merged.metadata.labels["work.karmada.io/permanent-id"] == "wid"
+    assert list(merged.metadata.finalizers) == ["other/finalizer", "karmada.io/execution-controller"]
+    assert merged.status == current.status
 
 
 def _manifest_changed(w: work_pb2.Work) -> None:
