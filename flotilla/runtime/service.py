@@ -193,7 +193,7 @@ class Runner:
             store=store,
             clock=self.clock,
             identity=self.identity,
-            events=EventQueue(store, self.spec.name, self.clock, host=socket.gethostname(), qps=self.args.event_qps),
+            events=EventQueue(store, self.spec.name, host=socket.gethostname(), qps=self.args.event_qps),
             tracer=trace.get_tracer(f"flotilla.{self.spec.name}"),
             on_unhealthy=self._task_down,
             on_healthy=self._tasks_up,

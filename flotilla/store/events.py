@@ -19,7 +19,6 @@ from google.protobuf.message import Message
 from prometheus_client import Counter
 
 from flotilla.api.v1 import core_pb2
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.base import copy_of, meta_of
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError
@@ -158,10 +157,9 @@ class EventQueue(EventRecorder):
     counted in `flotilla_events_dropped_total` and logged, as client-go's broadcaster drops them
     rather than block its caller. Run `run()` for as long as Events are recorded."""
 
-    def __init__(self, store: ObjectStore, component: str, clock: Clock, ttl: int = 3600, host: str = "",
+    def __init__(self, store: ObjectStore, component: str, ttl: int = 3600, host: str = "",
                  qps: float = 50.0, capacity: int = MAX_QUEUED_EVENTS, workers: int = 2) -> None:
         super().__init__(store, component, ttl, host)
-        self.clock = clock
         self.dropped = 0
         self._queue: asyncio.Queue[tuple[Message, str, str, str]] = asyncio.Queue(capacity)
         self._workers = workers
@@ -201,11 +199,12 @@ class EventQueue(EventRecorder):
                 self._queue.task_done()
 
     async def _take_turn(self) -> None:
-        now = self.clock.monotonic()
+        clock = self.store.clock
+        now = clock.monotonic()
         start = max(self._next, now - self._ahead)
         self._next = start + self._interval
         if start > now:
-            await self.clock.sleep(start - now)
+            await clock.sleep(start - now)
 
     async def drain(self) -> None:
         """Until every Event queued so far is written (for tests)."""

@@ -120,7 +120,6 @@ class BindingReconciler:
         # (a template kind's informer starts when something first names it); else etcd.
         self.bindings = bindings_informers or {}
         self.templates = templates if templates is not None else {}
-        self._recording: set[asyncio.Task[None]] = set()
         self.inject_preserved_labels = inject_preserved_labels
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.executor")
@@ -351,19 +350,9 @@ class BindingReconciler:
     ) -> None:
         if self.events is None:
             return
-        # Recorded beside the pass, not in it (as client-go's recorder does): awaited, the two
-        # events' reads and writes were most of a pass once the binding and template come from
-        # the informers, and a failover's thousand passes queue behind the controller's workers.
-        task = asyncio.create_task(self._record(binding, template, type_, reason, message))
-        self._recording.add(task)
-        task.add_done_callback(self._recording.discard)
-
-    async def _record(self, binding: Binding, template: meta_pb2.Unstructured, type_: str, reason: str,
-                      message: str) -> None:
-        assert self.events is not None
+        # A service's recorder is an EventQueue: this only queues them, beside the pass.
         await asyncio.gather(self.events.record(binding, type_, reason, message),
                              self.events.record(template, type_, reason, message))
-
 
 def _describe(binding: Binding) -> str:
     if isinstance(binding, work_pb2.ResourceBinding):

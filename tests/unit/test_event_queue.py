@@ -38,17 +38,16 @@ async def written(store: MemoryStore) -> list[core_pb2.Event]:
 
 
 @pytest.fixture
-async def running(store: MemoryStore, clock: FakeClock) -> AsyncIterator[EventQueue]:
-    queue = EventQueue(store, "test", clock, qps=2, capacity=100)
+async def running(store: MemoryStore) -> AsyncIterator[EventQueue]:
+    queue = EventQueue(store, "test", qps=2, capacity=100)
     task = asyncio.create_task(queue.run())
     yield queue
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_recording_returns_before_the_write_and_the_write_follows(
-        store: MemoryStore, clock: FakeClock) -> None:
-    queue = EventQueue(store, "test", clock)
+async def test_recording_returns_before_the_write_and_the_write_follows(store: MemoryStore) -> None:
+    queue = EventQueue(store, "test")
     await queue.normal(cluster("a"), "Ready", "cluster is ready")
     assert await written(store) == []  # nothing runs the queue yet
     task = asyncio.create_task(queue.run())
@@ -75,9 +74,9 @@ async def test_after_a_burst_writes_keep_to_the_rate(store: MemoryStore, clock: 
     assert len(await written(store)) == 6
 
 
-async def test_a_full_queue_drops_new_events_and_counts_them(store: MemoryStore, clock: FakeClock) -> None:
+async def test_a_full_queue_drops_new_events_and_counts_them(store: MemoryStore) -> None:
     before = REGISTRY.get_sample_value("flotilla_events_dropped_total", {"component": "full"}) or 0.0
-    queue = EventQueue(store, "full", clock, capacity=2)
+    queue = EventQueue(store, "full", capacity=2)
     for i in range(5):
         await queue.warning(cluster(f"c{i}"), "NotReady", "down")
     assert queue.dropped == 3

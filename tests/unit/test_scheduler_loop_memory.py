@@ -28,7 +28,7 @@ CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p-1"}
 
 @pytest.fixture
 async def loop(store: MemoryStore) -> AsyncIterator[SchedulerLoop]:
-    events = EventQueue(store, "scheduler", RealClock(), qps=1000)
+    events = EventQueue(store, "scheduler", qps=1000)
     scheduler = SchedulerLoop(store, RealClock(), Framework.build("*", installed={}),
                               SchedulerOptions(retry_after=0.02, workers=4), events)
     tasks = [asyncio.create_task(scheduler.run()), asyncio.create_task(events.run())]
