@@ -29,6 +29,7 @@ from opentelemetry import trace
 from flotilla.context import ContextError, resolve_endpoints
 from flotilla.crypto import configured_keys
 from flotilla.runtime.clock import Clock, RealClock
+from flotilla.runtime.collection import settle_for_service
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth
 from flotilla.runtime.manager import Manager
@@ -144,6 +145,7 @@ def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
     except ValueError as e:  # certificate or key files missing or unusable: a bad flag
         print(f"python -m services.{spec.name}: {e}", file=sys.stderr)
         return 2
+    settle_for_service()
     try:
         asyncio.run(runner.run())
     except Unavailable as e:
