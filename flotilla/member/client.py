@@ -36,7 +36,14 @@ from flotilla.member.discovery import (
     resources_of,
 )
 
-__all__ = ["Health", "MemberClient", "MemberError", "WatchEvent", "probe_health", "ssl_context"]
+__all__ = ["REQUEST_TIMEOUT", "Health", "MemberClient", "MemberError", "WatchEvent", "probe_health", "ssl_context"]
+
+# How long the executor waits for a member's answer to one request: the API server's own
+# default (its --request-timeout). Not the probe timeout: an apply or a delete to a busy member
+# takes longer than a health probe, and one given up on was usually done all the same, only to
+# be sent again. Under a failover's load on two cores, a quarter of the applies took over the
+# demo profile's 1 s probe timeout and were each sent two or three times.
+REQUEST_TIMEOUT = 60.0
 
 # Watch events carrying large objects can exceed aiohttp's default read buffer (etcd's request
 # limit, and so an object's, is 1.5 MiB).

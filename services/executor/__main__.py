@@ -19,10 +19,12 @@ from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.credentials import SECRET_TYPE, CachedCredentials
-from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.member import REQUEST_TIMEOUT, MemberClient, load_kubeconfig
 from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
+from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from flotilla.store import ObjectStore
 from services.executor.agent import PullAgent
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from services.executor.execution_manager import ExecutionManager
@@ -54,16 +56,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bindings synced to Works and aggregated at once (Karmada: 5; docs/differences.md)")
 
 
+def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
+    """The members' clients of the execution side. Their credentials come from an informer: it
+    asks for a client at every apply and status read, a thousand times in a failover, and Secrets
+    change rarely. Each request may take the API server's own timeout (REQUEST_TIMEOUT), not the
+    probe timeout: an apply is no health probe."""
+    secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
+    return MemberClients(store, timeout=REQUEST_TIMEOUT, credentials=CachedCredentials(store, secrets).load)
+
+
 async def lead_controller(ctx: ServiceContext) -> None:
     args = ctx.args
     # One manager for both sides, so they share the Work informer. Its informers keep ten
     # thousand Works, bindings and templates each at scale, as bytes: a third of the memory.
     manager = ctx.manager(compact_informers=True)
-    # Members' credentials from an informer: the execution side asks for its client at every
-    # apply and status read, a thousand times in a failover, and Secrets change rarely.
-    secrets = manager.informer(SECRET_TYPE, namespace=CLUSTER_SECRET_NAMESPACE)
-    clients = MemberClients(ctx.store, timeout=args.cluster_probe_timeout,
-                            credentials=CachedCredentials(ctx.store, secrets).load)
+    clients = execution_clients(ctx.store, manager)
     ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
         status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
@@ -83,7 +90,10 @@ async def lead_agent(ctx: ServiceContext) -> None:
     args = ctx.args
     if not args.cluster or not args.kubeconfig:
         raise SystemExit("--mode agent needs --cluster and --kubeconfig")
-    client = MemberClient(load_kubeconfig(args.kubeconfig, args.context), timeout=args.cluster_probe_timeout)
+    credentials = load_kubeconfig(args.kubeconfig, args.context)
+    # Probes are bounded by the probe timeout, applies by the API server's own (REQUEST_TIMEOUT).
+    client = MemberClient(credentials, timeout=args.cluster_probe_timeout)
+    execution_client = MemberClient(credentials, timeout=REQUEST_TIMEOUT)
     prober = ClusterProber(ctx.clock, thresholds_from(args), collect_period=args.cluster_collect_period)
     agent = PullAgent(
         ctx.store, ctx.clock, args.cluster, client, prober,
@@ -94,7 +104,7 @@ async def lead_agent(ctx: ServiceContext) -> None:
     )
 
     async def connect(_: cluster_pb2.Cluster) -> MemberClient:
-        return client
+        return execution_client
 
     manager = ctx.manager()
     ExecutionManager(
@@ -107,6 +117,7 @@ async def lead_agent(ctx: ServiceContext) -> None:
         await manager.run()
     finally:
         await client.close()
+        await execution_client.close()
 
 
 def spec_for(argv: Sequence[str] | None) -> ServiceSpec:

@@ -8,6 +8,8 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 
+import pytest
+
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.keys import execution_namespace
@@ -17,8 +19,10 @@ from flotilla.clusterstatus.clients import MemberClients
 from flotilla.credentials import secret_document
 from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.runtime.clock import RealClock
+from flotilla.runtime.manager import Manager
 from flotilla.store import Store
 from flotilla.store.informer import Informer
+from services.executor.__main__ import execution_clients
 from services.executor.execution_manager import ExecutionManager
 from sim import SimServer
 from tests.factories import EXAMPLE_FILES
@@ -72,9 +76,12 @@ async def joined_work(store: Store, server: SimServer, cluster: str, replicas: i
 
 
 @contextlib.asynccontextmanager
-async def executing(store: Store, backoff: tuple[float, float] | None = None) -> AsyncIterator[ExecutionManager]:
-    clients = MemberClients(store, timeout=1.0)
-    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull")
+async def executing(store: Store, backoff: tuple[float, float] | None = None,
+                    as_served: bool = False) -> AsyncIterator[ExecutionManager]:
+    """`as_served`: with the executor service's own member clients instead of a test's."""
+    runtime = Manager(store, RealClock(), compact_informers=True)
+    clients = execution_clients(store, runtime) if as_served else MemberClients(store, timeout=1.0)
+    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull", manager=runtime)
     if backoff is not None:
         manager.watches.backoff = backoff  # member watches reconnect quickly after a fault
     task = asyncio.create_task(manager.run())
@@ -129,6 +136,22 @@ async def test_work_applied_collected_and_deleted_only_when_reachable(
         await set_ready(store, "member1", "True")
         await watch.until(lambda: manager.works.get(key) is None)
         assert await member.get("apps/v1", "Deployment", "default", "nginx") is None
+
+
+async def test_an_apply_slower_than_a_health_probe_is_waited_for(
+    store: Store, start_sim: StartSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The demo profile's probe timeout is 1 s. A busy member's answer to an apply can take
+    longer, and giving up on it only sends the apply again (it was usually done all the same)."""
+    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
+    key = await joined_work(store, server, "member1", 1)
+    server.cluster("member1").set_fault("slow", latency=1.2)
+    async with executing(store, as_served=True) as manager:
+        await Watch(manager.works).until(lambda: health_of(manager.works, key) == ("Healthy", 1), timeout=60)
+        applied = get_condition(manager.works.get(key).status.conditions, "Applied")
+        assert (applied.status, applied.reason) == ("True", "AppliedSuccessful")
+    given_up = [r.getMessage() for r in caplog.records if "timed out" in r.getMessage()]
+    assert not given_up, "no request was given up on and sent again"
 
 
 async def test_object_removed_in_the_member_is_applied_again(
