@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from flotilla.aggregated_status import DIRECTLY
 from flotilla.api.v1 import work_pb2
 
 HEALTHY = "Healthy"
-DIRECTLY = frozenset({"Directly", "Immediately"})
 
 
 class Drop(StrEnum):

@@ -24,6 +24,7 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
+from flotilla.aggregated_status import FULLY_APPLIED, carry_aggregation
 from flotilla.api.bindings import Binding, cached, kind_of
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.keys import object_key
@@ -75,7 +76,7 @@ def health_of(binding: Binding) -> dict[str, str]:
     """Health per cluster, once the executor has aggregated it for this generation of the
     binding (its FullyApplied condition records which): before that, aggregatedStatus may
     still describe the previous placement (member2's 2 replicas, Healthy, when it now has 3)."""
-    fully_applied = get_condition(binding.status.conditions, "FullyApplied")
+    fully_applied = get_condition(binding.status.conditions, FULLY_APPLIED)
     if fully_applied is None or fully_applied.observed_generation != binding.metadata.generation:
         return {}
     return {item.cluster_name: item.health for item in binding.status.aggregated_status}
@@ -155,8 +156,10 @@ class GracefulEvictionReconciler:
                 del obj.status.failover_history[:]
                 obj.status.failover_history.extend(history.history)
             # What the scheduler would record for the new generation, when the drop cannot
-            # change its decision: its pass then has nothing to write.
+            # change its decision, and what the executor's aggregation would: their passes then
+            # have nothing to write.
             record_carry(obj, carry, now)
+            carry_aggregation(binding, obj, now)
         with self.tracer.start_as_current_span(
             "binding.graceful_eviction", context=context_from(binding.metadata.annotations),
             attributes=failover_attributes(

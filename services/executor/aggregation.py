@@ -31,9 +31,6 @@ from services.executor.works import is_deleting, work_cluster
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 APPLIED = "Applied"
-FULLY_APPLIED = "FullyApplied"
-FULLY_APPLIED_SUCCESS = ("FullyAppliedSuccess", "All works have been successfully applied")
-FULLY_APPLIED_FAILED = ("FullyAppliedFailed", "Failed to apply all works, see status.aggregatedStatus for details")
 
 # (apiVersion, kind) -> (summed fields, fields Kubernetes always prints; the rest are omitempty).
 _SUMMED: dict[tuple[str, str], tuple[tuple[str, ...], frozenset[str]]] = {
@@ -107,19 +104,6 @@ def status_items(
             item.creation_timestamp.FromSeconds(int(now.timestamp()))
         items.append(item)
     return sorted(items, key=lambda i: i.cluster_name)
-
-
-def fully_applied(items: Sequence[work_pb2.AggregatedStatusItem], expected: set[str]) -> bool:
-    """Every expected cluster has exactly one applied item, and no item is unexpected."""
-    if not expected or len(items) != len(expected):
-        return False
-    return all(item.applied and item.cluster_name in expected for item in items)
-
-
-def fully_applied_condition(applied: bool) -> tuple[str, str, str]:
-    """(status, reason, message) of the FullyApplied condition."""
-    reason, message = FULLY_APPLIED_SUCCESS if applied else FULLY_APPLIED_FAILED
-    return ("True" if applied else "False"), reason, message
 
 
 def dispatched_generations(works: Iterable[work_pb2.Work]) -> dict[str, int]:

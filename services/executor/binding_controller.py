@@ -26,6 +26,7 @@ from typing import TypeVar
 from google.protobuf.message import Message
 from opentelemetry import trace
 
+from flotilla.aggregated_status import expected_clusters
 from flotilla.api import bindings, keys, registry, wellknown
 from flotilla.api.bindings import Binding, binding_key, parse_binding_key
 from flotilla.api.conditions import TRUE, get_condition, is_true, remove_condition, set_condition
@@ -146,7 +147,7 @@ class BindingReconciler:
             # Admission gives every binding its permanent id; without it its Works could not be found.
             log.warning("event=skip-binding binding=%s reason=NoPermanentID", key)
             return None
-        await self._delete(works.orphan_works(existing, works.expected_clusters(binding.spec)), key,
+        await self._delete(works.orphan_works(existing, expected_clusters(binding.spec)), key,
                            directly=works.directly_clusters(binding.spec), failed_over=binding)
         blocked = works.directly_blocking(binding.spec, existing)
         if blocked:

@@ -13,9 +13,10 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 
+from flotilla.aggregated_status import FULLY_APPLIED, expected_clusters, set_fully_applied
 from flotilla.api import codec, keys
 from flotilla.api.bindings import Binding, parse_binding_key
-from flotilla.api.conditions import condition_status, set_condition
+from flotilla.api.conditions import condition_status
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.binding_builder import template_content
 from flotilla.runtime.clock import Clock
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) -> bool:
     """Set the binding's aggregatedStatus and FullyApplied condition in place; whether anything changed."""
     shares = {t.name: t.replicas for t in binding.spec.clusters}
-    expected = works.expected_clusters(binding.spec)
+    expected = expected_clusters(binding.spec)
     # A Work of a cluster the binding no longer expects is one the binding controller is about
     # to delete: reporting it until it is marked deleting would flip FullyApplied off and back
     # on (two writes of the binding and of its template) each time a cluster leaves.
@@ -42,13 +43,9 @@ def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) 
     if changed:
         del binding.status.aggregated_status[:]
         binding.status.aggregated_status.extend(items)
-    applied = aggregation.fully_applied(items, expected)
-    status, reason, message = aggregation.fully_applied_condition(applied)
     # Its observedGeneration says which binding generation aggregatedStatus was computed for:
     # the eviction service trusts the health in it only for the current one.
-    condition_changed = set_condition(binding.status.conditions, aggregation.FULLY_APPLIED, status, reason,
-                                      message, now, binding.metadata.generation)
-    return changed or condition_changed
+    return set_fully_applied(binding, now) or changed
 
 
 def aggregated(binding: Binding) -> bool:
@@ -81,7 +78,7 @@ class BindingStatusReconciler:
             seen[:] = [binding]
             return aggregated(binding) and aggregate_into(binding, found, now)
 
-        was = condition_status(cached.status.conditions, aggregation.FULLY_APPLIED)
+        was = condition_status(cached.status.conditions, FULLY_APPLIED)
         try:
             await self.writer.mutate(rt, namespace, name, cached, change)
         except NotFound:
@@ -89,7 +86,7 @@ class BindingStatusReconciler:
         if not seen or not aggregated(seen[0]):
             return None
         binding = seen[0]
-        now_applied = condition_status(binding.status.conditions, aggregation.FULLY_APPLIED)
+        now_applied = condition_status(binding.status.conditions, FULLY_APPLIED)
         if now_applied != was:
             log.info("event=fully-applied binding=%s status=%s health=%s", key, now_applied,
                      ",".join(f"{i.cluster_name}:{i.health}" for i in binding.status.aggregated_status))

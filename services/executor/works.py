@@ -22,6 +22,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from flotilla.aggregated_status import is_directly, target_clusters
 from flotilla.api import codec, keys, registry
 from flotilla.api.bindings import Binding, kind_of
 from flotilla.api.v1 import meta_pb2, work_pb2
@@ -40,8 +41,6 @@ from flotilla.apportionment import webster
 from flotilla.binding_builder import REPLICA_FIELDS, template_content
 from flotilla.store.base import meta_of
 
-# `Immediately` is the pre-v1.15 spelling of `Directly`.
-DIRECTLY = frozenset({"Directly", "Immediately"})
 # On a Work deleted for a Directly task: the binding's new Works wait until it is gone.
 DIRECTLY_PURGE_ANNOTATION = "flotilla.io/directly-purge"
 DIVIDED = "Divided"
@@ -73,28 +72,6 @@ def binding_annotations(binding: Binding) -> dict[str, str]:
 def work_binding_ids(work: work_pb2.Work) -> list[str]:
     labels = work.metadata.labels
     return [labels[label] for label in (RB_PERMANENT_ID_LABEL, CRB_PERMANENT_ID_LABEL) if labels.get(label)]
-
-
-def is_directly(purge_mode: str) -> bool:
-    return purge_mode in DIRECTLY
-
-
-def target_clusters(spec: work_pb2.ResourceBindingSpec) -> list[tuple[str, int]]:
-    """spec.clusters, then requiredBy clusters not already there (Karmada's mergeTargetClusters)."""
-    targets = [(t.name, t.replicas) for t in spec.clusters]
-    seen = {name for name, _ in targets}
-    for snapshot in spec.required_by:
-        for target in snapshot.clusters:
-            if target.name not in seen:
-                seen.add(target.name)
-                targets.append((target.name, target.replicas))
-    return targets
-
-
-def expected_clusters(spec: work_pb2.ResourceBindingSpec) -> set[str]:
-    expected = {name for name, _ in target_clusters(spec)}
-    expected.update(t.from_cluster for t in spec.graceful_eviction_tasks if not is_directly(t.purge_mode))
-    return expected
 
 
 def work_cluster(work: work_pb2.Work) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from flotilla import aggregated_status
 from flotilla.api import codec
 from flotilla.api.conditions import condition_status
 from flotilla.api.v1 import work_pb2
@@ -85,13 +86,13 @@ def test_settled_and_first_collection_time_carry_over() -> None:
 ])
 def test_fully_applied(items: list[tuple[str, bool]], expected: set[str], applied: bool) -> None:
     status_items = [work_pb2.AggregatedStatusItem(cluster_name=c, applied=a) for c, a in items]
-    assert aggregation.fully_applied(status_items, expected) is applied
+    assert aggregated_status.fully_applied(status_items, expected) is applied
 
 
 def test_fully_applied_condition_wording() -> None:
-    assert aggregation.fully_applied_condition(True) == (
+    assert aggregated_status.fully_applied_condition(True) == (
         "True", "FullyAppliedSuccess", "All works have been successfully applied")
-    assert aggregation.fully_applied_condition(False) == (
+    assert aggregated_status.fully_applied_condition(False) == (
         "False", "FullyAppliedFailed", "Failed to apply all works, see status.aggregatedStatus for details")
 
 
@@ -267,10 +268,10 @@ def test_a_work_of_a_cluster_no_longer_expected_is_not_reported() -> None:
     found = [work("m1", status={"readyReplicas": 1}), work("m2", status={"readyReplicas": 1})]
     assert aggregate_into(binding, found, NOW)
     assert [(i.cluster_name, i.health) for i in binding.status.aggregated_status] == [("m2", "Healthy")]
-    assert condition_status(binding.status.conditions, aggregation.FULLY_APPLIED) == "True"
+    assert condition_status(binding.status.conditions, aggregated_status.FULLY_APPLIED) == "True"
 
     # With the task still there, its cluster's Work is reported as before.
     binding.spec.graceful_eviction_tasks.add(from_cluster="m1", purge_mode="Gracefully")
     assert aggregate_into(binding, found, NOW)
     assert [i.cluster_name for i in binding.status.aggregated_status] == ["m1", "m2"]
-    assert condition_status(binding.status.conditions, aggregation.FULLY_APPLIED) == "True"
+    assert condition_status(binding.status.conditions, aggregated_status.FULLY_APPLIED) == "True"

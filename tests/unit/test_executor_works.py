@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from flotilla import aggregated_status
 from flotilla.api import codec, keys
 from flotilla.api.v1 import work_pb2
 from flotilla.apportionment import webster
@@ -50,11 +51,11 @@ def work(cluster: str, deleting: bool = False, namespace: str = "") -> work_pb2.
     (spec(), set()),
 ])
 def test_expected_clusters(binding_spec: work_pb2.ResourceBindingSpec, expected: set[str]) -> None:
-    assert works.expected_clusters(binding_spec) == expected
+    assert aggregated_status.expected_clusters(binding_spec) == expected
 
 
 def test_target_clusters_add_required_by_clusters_not_scheduled() -> None:
-    assert works.target_clusters(spec([("m1", 1)], required_by=[[("m2", 2), ("m1", 7)], [("m3", 0)]])) == [
+    assert aggregated_status.target_clusters(spec([("m1", 1)], required_by=[[("m2", 2), ("m1", 7)], [("m3", 0)]])) == [
         ("m1", 1), ("m2", 2), ("m3", 0)]
 
 

@@ -13,14 +13,17 @@ from flotilla.api.bindings import key_of
 from flotilla.api.v1 import work_pb2
 from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
+from flotilla.store.base import copy_of
 from flotilla.store.informer import EventType, Informer
 from services.eviction.graceful import GracefulEvictionReconciler
 from services.eviction.history_controller import FailoverHistoryReconciler
+from services.executor.binding_status import aggregate_into
 from tests.eviction_support import aggregated_for_this_generation
 from tests.scheduler_support import cluster
 from tests.taint_support import make_binding, manager, ready_cluster
 from tests.unit.cache_fake import Cache
 from tests.unit.test_eviction_graceful import binding as tasked_binding
+from tests.unit.test_executor_aggregation import work
 from tests.unit.test_scheduler_conflict_memory import scheduler_over
 from tests.unit.test_scheduler_loop_memory import rb
 
@@ -167,3 +170,25 @@ async def test_the_recovery_is_left_to_the_task_drop_that_carries_it(store: Memo
         await history.reconcile(key_of(created))
         after = await store.get(registry.RESOURCE_BINDING, "default", created.metadata.name)
         assert after.status.failover_history[0].HasField("recovered_time") is keep
+
+
+async def test_a_task_drop_the_executor_has_nothing_to_add_to_is_the_last_binding_write(store: MemoryStore) -> None:
+    """After the drop, member1's Work is still there until the binding controller deletes it, and
+    the executor aggregates the new generation from the Works: the drop's write already has what
+    that aggregation finds (member1's item gone, FullyApplied for the new generation)."""
+    clock = RealClock()
+    found = [work(cluster, status={"replicas": 3, "readyReplicas": 3}) for cluster in ("member1", "member2")]
+    pending = tasked_binding({"member2": 3}, ["member1"])
+    pending.spec.graceful_eviction_tasks[0].creation_timestamp.FromDatetime(
+        (clock.now() - timedelta(seconds=5)).replace(tzinfo=None))
+    pending.metadata.generation = 1
+    pending.status.scheduler_observed_generation = 1
+    assert aggregate_into(pending, found, clock.now())
+    assert [i.cluster_name for i in pending.status.aggregated_status] == ["member1", "member2"]
+    created = await store.create(pending)
+    graceful = GracefulEvictionReconciler(store, clock, {"ResourceBinding": Cache([created])})  # type: ignore[dict-item]
+    await graceful.reconcile(key_of(created))
+    after = await store.get(registry.RESOURCE_BINDING, "default", "nginx-deployment")
+    assert not after.spec.graceful_eviction_tasks and after.metadata.generation == 2
+    assert [i.cluster_name for i in after.status.aggregated_status] == ["member2"]
+    assert not aggregate_into(copy_of(after), found, clock.now()), "the executor has nothing to write"
