@@ -7,6 +7,7 @@ component continues that trace from there.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from opentelemetry import context, trace
@@ -28,7 +29,14 @@ def context_from(annotations: Mapping[str, str]) -> context.Context | None:
     value = annotations.get(TRACEPARENT_ANNOTATION)
     if not value:
         return None
-    return _PROPAGATOR.extract({"traceparent": value})
+    return _extracted(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _extracted(traceparent: str) -> context.Context:
+    # A binding in a failover is looked at a dozen times across the services, each time with the
+    # same traceparent; a Context is immutable, so one parse serves them all.
+    return _PROPAGATOR.extract({"traceparent": traceparent})
 
 
 # The attributes of failover spans, one spelling each (OpenTelemetry semantic-convention style).
