@@ -65,10 +65,10 @@ def fully_applied_condition(applied: bool) -> tuple[str, str, str]:
     return ("True" if applied else "False"), reason, message
 
 
-def set_fully_applied(binding: Binding, now: datetime) -> bool:
-    """FullyApplied judged on the binding's aggregatedStatus, for its generation; whether it changed."""
-    items = binding.status.aggregated_status
-    status, reason, message = fully_applied_condition(fully_applied(items, expected_clusters(binding.spec)))
+def set_fully_applied(binding: Binding, expected: set[str], now: datetime) -> bool:
+    """FullyApplied judged on the binding's aggregatedStatus against its `expected_clusters`, for
+    its generation; whether it changed."""
+    status, reason, message = fully_applied_condition(fully_applied(binding.status.aggregated_status, expected))
     return set_condition(binding.status.conditions, FULLY_APPLIED, status, reason, message, now,
                          binding.metadata.generation)
 
@@ -83,14 +83,9 @@ def carry_aggregation(before: Binding, after: Binding, now: datetime) -> bool:
         return False
     expected = expected_clusters(after.spec)
     items = after.status.aggregated_status
-    kept = []
-    for item in items:
-        if item.cluster_name in expected:
-            copy = work_pb2.AggregatedStatusItem()
-            copy.CopyFrom(item)
-            kept.append(copy)
-    dropped = len(kept) != len(items)
-    if dropped:
-        del items[:]
-        items.extend(kept)
-    return set_fully_applied(after, now) or dropped
+    dropped = False
+    for index in reversed(range(len(items))):
+        if items[index].cluster_name not in expected:
+            del items[index]
+            dropped = True
+    return set_fully_applied(after, expected, now) or dropped

@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from flotilla.runtime.collection import YOUNG_THRESHOLD
+from flotilla.runtime.collection import collect_young_less_often
 
 
 def _after(phase: str, info: dict[str, Any]) -> None:
@@ -29,5 +29,4 @@ def _after(phase: str, info: dict[str, Any]) -> None:
 def keep_full_collections_short() -> None:
     if _after not in gc.callbacks:
         gc.callbacks.append(_after)
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+    collect_young_less_often()

@@ -24,5 +24,9 @@ def settle_for_service() -> None:
     """Call once, after the imports and before the event loop starts."""
     gc.collect()
     gc.freeze()
+    collect_young_less_often()
+
+
+def collect_young_less_often() -> None:
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)

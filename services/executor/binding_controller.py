@@ -355,6 +355,7 @@ class BindingReconciler:
         await asyncio.gather(self.events.record(binding, type_, reason, message),
                              self.events.record(template, type_, reason, message))
 
+
 def _describe(binding: Binding) -> str:
     if isinstance(binding, work_pb2.ResourceBinding):
         return f"resourceBinding({binding.metadata.namespace}/{binding.metadata.name})"

@@ -45,7 +45,7 @@ def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) 
         binding.status.aggregated_status.extend(items)
     # Its observedGeneration says which binding generation aggregatedStatus was computed for:
     # the eviction service trusts the health in it only for the current one.
-    return set_fully_applied(binding, now) or changed
+    return set_fully_applied(binding, expected, now) or changed
 
 
 def aggregated(binding: Binding) -> bool:
