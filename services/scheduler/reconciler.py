@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
@@ -39,7 +39,7 @@ from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
-from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.framework import Framework, Unfit
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
 from flotilla.scheduler.placement import is_workload
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 SCHEDULED = "Scheduled"
 EVENT_SUCCEEDED = "ScheduleBindingSucceed"
 EVENT_FAILED = "ScheduleBindingFailed"
+# Clusters named per reason in the log line and on the span; the rest are counted.
+NAMED_UNFIT = 5
 
 
 M = TypeVar("M", bound=Message)
@@ -94,6 +96,14 @@ class ClusterView:
         self._snapshot = None
 
     def snapshot(self) -> core.Snapshot:
+        return replace(self._current(), now=self.clock.now())
+
+    @property
+    def deleting(self) -> frozenset[str]:
+        self._current()
+        return self._deleting
+
+    def _current(self) -> core.Snapshot:
         if self._snapshot is None:
             digested = {}
             for cluster in self.informer.list():
@@ -111,12 +121,7 @@ class ClusterView:
                 reservations=self.ledger,
             )
             self._deleting = frozenset(n for n in names if digested[n][1].deleting)
-        return replace(self._snapshot, now=self.clock.now())
-
-    @property
-    def deleting(self) -> frozenset[str]:
-        self.snapshot()
-        return self._deleting
+        return self._snapshot
 
 
 # How soon a binding whose result lost a compare-and-swap is looked at again.
@@ -350,11 +355,7 @@ class BindingScheduler:
             await self.store.mutate(self.kind, binding.metadata.namespace, binding.metadata.name, change, status=True)
 
     def _log(self, binding: Binding, trigger: Trigger, decision: core.Decision, span: trace.Span | None) -> None:
-        # One entry per reason, naming its clusters: a large fleet stays one readable line.
-        reasons: dict[tuple[str, str], list[str]] = {}
-        for item in decision.unfit:
-            reasons.setdefault((item.plugin, item.reason), []).append(item.cluster)
-        unfit = "; ".join(f"{plugin}({reason})={','.join(clusters)}" for (plugin, reason), clusters in reasons.items())
+        unfit = unfit_text(decision.unfit)
         trace_id = f" trace_id={span.get_span_context().trace_id:032x}" if span is not None else ""
         if span is not None:
             span.set_attribute("flotilla.schedule.result", decision.outcome.value)
@@ -374,6 +375,21 @@ class BindingScheduler:
             message, event_type, reason = decision.message, WARNING, EVENT_FAILED
         self.events.emit(binding, event_type, reason, message)
         self.events.emit(_template_ref(binding), event_type, reason, message)
+
+
+def unfit_text(unfit: Sequence[Unfit], named: int = NAMED_UNFIT) -> str:
+    """One entry per plugin and reason, naming its first `named` clusters and counting the rest:
+    a failover's thousand schedules at a hundred members each ruled out ninety-eight clusters,
+    and writing every name in the log and on the span was a twentieth of the scheduler's time."""
+    reasons: dict[tuple[str, str], list[str]] = {}
+    for item in unfit:
+        reasons.setdefault((item.plugin, item.reason), []).append(item.cluster)
+    entries = []
+    for (plugin, reason), clusters in reasons.items():
+        rest = len(clusters) - named
+        listed = ",".join(clusters[:named]) + (f" and {rest} more" if rest > 0 else "")
+        entries.append(f"{plugin}({reason})={listed}")
+    return "; ".join(entries)
 
 
 def retry_delay(failures: int, initial: float, longest: float) -> float:
