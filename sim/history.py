@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from flotilla import jsonbytes
 
 DEFAULT_CAPACITY = 1000
 
@@ -44,7 +45,7 @@ class History:
         group = str(obj.get("apiVersion", "")).rpartition("/")[0]
         self._changes.append(Change(type_, resource_version, group, str(obj.get("kind", "")),
                                     metadata.get("namespace", ""), dict(metadata.get("labels") or {}),
-                                    json.dumps(obj).encode()))
+                                    jsonbytes.dumps(obj)))
         self._versions.append(resource_version)
         self.head = resource_version
         # Trimmed in chunks, so recording stays O(1) amortized.

@@ -21,6 +21,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
+from flotilla import jsonbytes
 from sim import errors, openapi, schemas, tables, watch
 from sim.catalog import (
     AGGREGATED_DISCOVERY,
@@ -52,7 +53,7 @@ class Target:
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(body).encode(), status=status, content_type="application/json")
+    return web.Response(body=jsonbytes.dumps(body), status=status, content_type="application/json")
 
 
 def error_response(error: errors.ApiError) -> web.Response:

@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from flotilla import jsonbytes
 from sim import errors, tables
 from sim.catalog import ResourceType
 from sim.cluster import SimCluster
@@ -114,7 +115,7 @@ async def _stream(request: web.Request, response: web.StreamResponse, cluster: S
     stopping = request.get(STOPPING) or asyncio.Event()
     if start is None:
         start = history.head
-        initial = [_line("ADDED", wanted.data(json.dumps(obj).encode()))
+        initial = [_line("ADDED", wanted.data(jsonbytes.dumps(obj)))
                    for obj in state.store.items(wanted.t, wanted.namespace) if wanted.object(obj)]
         if initial:
             await response.write(b"".join(initial))

@@ -22,6 +22,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from flotilla import jsonbytes
 from flotilla.api import limits, registry
 from flotilla.api.v1.meta_pb2 import Unstructured
 
@@ -305,7 +306,7 @@ def _encode_json(value: Any, path: str, errors: list[FieldError]) -> bytes:
 
 def raw_json(value: Any) -> bytes:
     """The one encoding of embedded JSON, so equal values are equal bytes."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return jsonbytes.dumps(value)
 
 
 def _plain_json(value: Any, path: str, errors: list[FieldError]) -> Any:

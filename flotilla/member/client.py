@@ -26,6 +26,7 @@ from urllib.parse import quote
 import aiohttp
 
 import flotilla
+from flotilla import jsonbytes
 from flotilla.member.credentials import Credentials
 from flotilla.member.discovery import (
     AGGREGATED_ACCEPT,
@@ -228,7 +229,7 @@ class MemberClient:
 
     def _watch_event(self, operation: str, line: bytes, api_version: str, kind: str) -> WatchEvent:
         try:
-            event = json.loads(line)
+            event = jsonbytes.loads(line)
             type_, obj = event["type"], event["object"]
         except (ValueError, KeyError, TypeError) as e:
             raise MemberError(self.server, operation, f"undecodable watch event: {line[:200]!r}") from e
@@ -305,7 +306,7 @@ class MemberClient:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-            data = json.dumps(body).encode()
+            data = jsonbytes.dumps(body)
         try:
             async with self._requests, self._session_().request(
                 method, self._url(path), params=query, data=data, headers=headers,
@@ -318,7 +319,7 @@ class MemberClient:
         if not 200 <= status <= 299:
             raise self._api_error(operation, status, reason, raw.decode(errors="replace"))
         try:
-            answer = json.loads(raw)
+            answer = jsonbytes.loads(raw)
         except ValueError:
             answer = raw.decode(errors="replace")
         if not isinstance(answer, dict):
@@ -340,7 +341,7 @@ class MemberClient:
     def _api_error(self, operation: str, status: int, reason: str, body: str) -> MemberError:
         message, kube_reason = reason, ""
         try:
-            answer = json.loads(body)
+            answer = jsonbytes.loads(body)
             if isinstance(answer, dict):
                 message, kube_reason = answer.get("message") or message, answer.get("reason") or ""
         except ValueError:

@@ -21,13 +21,13 @@ are tasks of their own, so a slow or hung member delays only its own Works.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flotilla import jsonbytes
 from flotilla.api.conditions import is_true
 from flotilla.api.v1 import cluster_pb2
 from flotilla.member.client import MemberClient, MemberError
@@ -51,7 +51,7 @@ LIST_TIMEOUT = 60.0
 
 
 def as_json(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return jsonbytes.dumps(obj)
 
 
 @dataclass
@@ -72,7 +72,7 @@ class KindCache:
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
         """The object, decoded afresh (the caller may change it); for caches that keep JSON."""
         found = self.objects.get(key)
-        return json.loads(found[1]) if found is not None else None
+        return jsonbytes.loads(found[1]) if found is not None else None
 
     def values(self) -> list[Any]:
         """Every object, as kept."""

@@ -17,11 +17,11 @@ Other kinds get no template status.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from flotilla import jsonbytes
 from flotilla.api import registry
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import meta_pb2, work_pb2
@@ -120,7 +120,7 @@ def dispatched_generations(works: Iterable[work_pb2.Work]) -> dict[str, int]:
 def _member_statuses(items: Iterable[work_pb2.AggregatedStatusItem]) -> list[tuple[str, dict[str, Any] | None]]:
     result = []
     for item in items:
-        status = json.loads(item.status) if item.status else None
+        status = jsonbytes.loads(item.status) if item.status else None
         result.append((item.cluster_name, status if isinstance(status, dict) else None))
     return result
 
@@ -243,7 +243,7 @@ def shares_not_dispatched(works: Iterable[work_pb2.Work], resource: work_pb2.Obj
         if cluster is None or cluster not in shares:
             continue
         for raw in work.spec.workload.manifests:
-            manifest = json.loads(raw)
+            manifest = jsonbytes.loads(raw)
             meta = manifest.get("metadata") or {}
             if (manifest.get("kind"), meta.get("namespace", ""), meta.get("name")) != (
                     resource.kind, resource.namespace, resource.name):

@@ -10,13 +10,13 @@ clusters are ours and `connect` gives the client for one.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry import trace
 
+from flotilla import jsonbytes
 from flotilla.api import registry
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
@@ -59,7 +59,7 @@ class ClusterNotReady(Exception):
 
 
 def manifests(work: work_pb2.Work) -> list[dict[str, Any]]:
-    return [json.loads(raw) for raw in work.spec.workload.manifests]
+    return [jsonbytes.loads(raw) for raw in work.spec.workload.manifests]
 
 
 def _applied_for_generation(work: work_pb2.Work) -> bool:
