@@ -25,11 +25,11 @@ ever reads it; templates reach Flotilla undefaulted, so 1 is applied here.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from flotilla import jsonbytes
 from flotilla.api import codec, keys, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import core_pb2, meta_pb2, policy_pb2, work_pb2
@@ -61,7 +61,7 @@ _BINARY_RESOURCES = ("memory", "ephemeral-storage")
 
 def template_content(template: meta_pb2.Unstructured) -> dict[str, Any]:
     """The template's fields other than apiVersion, kind and metadata (spec, status, ...)."""
-    content = json.loads(template.content or b"{}")
+    content = jsonbytes.loads(template.content or b"{}")
     return content if isinstance(content, dict) else {}
 
 

@@ -6,11 +6,11 @@ taint manager (cluster failover) and the eviction service (application failover)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from flotilla import jsonbytes
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.jsonpath_template import extract
@@ -70,7 +70,7 @@ def extract_state(binding: Binding, cluster: str, rules: Sequence[policy_pb2.Sta
     item = next((a for a in binding.status.aggregated_status if a.cluster_name == cluster), None)
     if item is None or not item.status:
         raise StateNotCollected(f"the application status has not yet been collected from Cluster({cluster})")
-    status = json.loads(item.status)
+    status = jsonbytes.loads(item.status)
     state = {}
     for rule in rules:
         value = extract(rule.json_path, status)

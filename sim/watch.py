@@ -90,7 +90,7 @@ class _Filter:
             return False
         if self.namespace is not None and change.namespace != self.namespace:
             return False
-        return self.labels(change.labels) and (self.field_selector is None or self.fields(json.loads(change.data)))
+        return self.labels(change.labels) and (self.field_selector is None or self.fields(jsonbytes.loads(change.data)))
 
 
 async def serve(request: web.Request, cluster: SimCluster, t: ResourceType, namespace: str | None,

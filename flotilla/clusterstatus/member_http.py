@@ -12,7 +12,6 @@ a member's reads go one after another. The probe's reading, the TLS settings and
 
 from __future__ import annotations
 
-import json
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import aiohttp
 
 import flotilla
+from flotilla import jsonbytes
 from flotilla.member import Credentials, Health, MemberError
 from flotilla.member.client import probe_health, ssl_context
 from flotilla.member.discovery import AGGREGATED_ACCEPT, api_enablements, group_versions, resource_lists
@@ -107,7 +107,7 @@ def _json_of(credentials: Credentials, operation: str, answer: Answer) -> dict[s
         raise MemberError(credentials.server, operation,
                           f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}", status=answer.status)
     try:
-        data = json.loads(answer.body)
+        data = jsonbytes.loads(answer.body)
     except ValueError as e:
         raise MemberError(credentials.server, operation, f"not JSON: {e}") from e
     if not isinstance(data, dict):

@@ -8,11 +8,11 @@ deletion move them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Container
 from enum import StrEnum
 from functools import lru_cache
 
+from flotilla import jsonbytes
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.api.wellknown import (
@@ -81,7 +81,7 @@ def placement_changed(placement: policy_pb2.Placement, applied: str, observed_af
     if applied == applied_placement(placement):
         return False
     try:
-        before = codec.parse_as(policy_pb2.Placement, json.loads(applied))
+        before = codec.parse_as(policy_pb2.Placement, jsonbytes.loads(applied))
     except (ValueError, codec.CodecError):
         return True
     assert isinstance(before, policy_pb2.Placement)

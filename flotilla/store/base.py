@@ -11,7 +11,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import builtins
-import json
 import random
 import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping
@@ -22,6 +21,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from google.protobuf.message import Message
 
+from flotilla import jsonbytes
 from flotilla.api import codec, keys, registry
 from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.clock import Clock
@@ -93,12 +93,9 @@ def decode_object(rt: registry.ResourceType[M], value: bytes, mod_revision: int,
 def _spec_and_status(obj: Message) -> tuple[bytes, bytes]:
     """The parts of an object that user updates and status updates own."""
     if isinstance(obj, meta_pb2.Unstructured):
-        content = json.loads(obj.content or b"{}")
+        content = jsonbytes.loads(obj.content or b"{}")
         status = content.pop("status", None)
-        return (
-            json.dumps(content, sort_keys=True).encode(),
-            json.dumps(status, sort_keys=True).encode(),
-        )
+        return jsonbytes.dumps_sorted(content), jsonbytes.dumps_sorted(status)
     fields: Any = obj
     spec = fields.spec.SerializeToString(deterministic=True) if _has(obj, "spec") else b""
     status = fields.status.SerializeToString(deterministic=True) if _has(obj, "status") else b""
@@ -112,8 +109,8 @@ def _has(obj: Message, name: str) -> bool:
 def _copy_status(dst: Message, src: Message) -> None:
     if isinstance(dst, meta_pb2.Unstructured):
         assert isinstance(src, meta_pb2.Unstructured)
-        content = json.loads(dst.content or b"{}")
-        status = json.loads(src.content or b"{}").get("status")
+        content = jsonbytes.loads(dst.content or b"{}")
+        status = jsonbytes.loads(src.content or b"{}").get("status")
         content.pop("status", None)
         if status is not None:
             content["status"] = status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -46,3 +47,24 @@ def test_a_malformed_document_raises_the_standard_librarys_error() -> None:
     with pytest.raises(json.JSONDecodeError) as raised:
         jsonbytes.loads(b'{"a":')
     assert type(raised.value) is json.JSONDecodeError
+
+
+@pytest.mark.parametrize(("a", "b", "equal"), [
+    ({"b": 1, "a": {"d": [1, 2], "c": None}}, {"a": {"c": None, "d": [1, 2]}, "b": 1}, True),
+    ({"a": [1, 2]}, {"a": [2, 1]}, False),
+    ({1: "x", 2: "y"}, {2: "y", 1: "x"}, True),  # keys orjson refuses: sorted by the standard library
+    (None, None, True),
+])
+def test_dumps_sorted_compares_values_whatever_their_key_order(a: Any, b: Any, equal: bool) -> None:
+    assert (jsonbytes.dumps_sorted(a) == jsonbytes.dumps_sorted(b)) is equal
+
+
+def test_what_dumps_returns_holds_no_more_memory_than_its_length() -> None:
+    document = {"metadata": {"name": "web"}, "status": {"message": "x" * 300}}
+    tracemalloc.start()
+    try:
+        kept = [jsonbytes.dumps(document) for _ in range(1000)]
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * sum(len(k) for k in kept) + 64 * 1024
