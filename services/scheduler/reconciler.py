@@ -16,7 +16,9 @@ which schedules it again.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -55,6 +57,8 @@ EVENT_SUCCEEDED = "ScheduleBindingSucceed"
 EVENT_FAILED = "ScheduleBindingFailed"
 # Clusters named per reason in the log line and on the span; the rest are counted.
 NAMED_UNFIT = 5
+_PLUGIN_AND_REASON = operator.attrgetter("plugin", "reason")
+_CLUSTER = operator.attrgetter("cluster")
 
 
 M = TypeVar("M", bound=Message)
@@ -379,11 +383,11 @@ class BindingScheduler:
 
 def unfit_text(unfit: Sequence[Unfit], named: int = NAMED_UNFIT) -> str:
     """One entry per plugin and reason, naming its first `named` clusters and counting the rest:
-    a failover's thousand schedules at a hundred members each ruled out ninety-eight clusters,
-    and writing every name in the log and on the span was a twentieth of the scheduler's time."""
+    at a hundred members a binding's schedule rules out ninety-eight, and a line naming them all
+    says no more. A plugin rules clusters out in runs, taken a run at a time."""
     reasons: dict[tuple[str, str], list[str]] = {}
-    for item in unfit:
-        reasons.setdefault((item.plugin, item.reason), []).append(item.cluster)
+    for key, run in itertools.groupby(unfit, _PLUGIN_AND_REASON):
+        reasons.setdefault(key, []).extend(map(_CLUSTER, run))
     entries = []
     for (plugin, reason), clusters in reasons.items():
         rest = len(clusters) - named

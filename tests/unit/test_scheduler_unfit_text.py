@@ -23,6 +23,9 @@ def ruled_out(plugin: str, reason: str, *clusters: str) -> list[Unfit]:
      f"ClusterAffinity({AFFINITY})=m1,m2,m3,m4,m5 and 93 more"),
     (ruled_out("ClusterAffinity", AFFINITY, "m1", "m2", "m3") + ruled_out("TaintToleration", TAINT, "m4"), 2,
      f"ClusterAffinity({AFFINITY})=m1,m2 and 1 more; TaintToleration({TAINT})=m4"),
+    (ruled_out("ClusterAffinity", AFFINITY, "m1") + ruled_out("TaintToleration", TAINT, "m2")
+     + ruled_out("ClusterAffinity", AFFINITY, "m3"), 5,
+     f"ClusterAffinity({AFFINITY})=m1,m3; TaintToleration({TAINT})=m2"),
 ])
 def test_unfit_text(unfit: list[Unfit], named: int, text: str) -> None:
     assert unfit_text(unfit, named) == text
