@@ -50,10 +50,6 @@ WATCH_TIMEOUT = 300  # seconds a watch request stays open before it is renewed
 LIST_TIMEOUT = 60.0
 
 
-def as_json(obj: dict[str, Any]) -> bytes:
-    return jsonbytes.dumps(obj)
-
-
 @dataclass
 class KindCache:
     """The member's objects of one kind, as last listed and watched.
@@ -67,7 +63,7 @@ class KindCache:
     synced: bool = False
     objects: dict[ObjectKey, tuple[str, Any]] = field(default_factory=dict)
     lists: int = 0  # how many times the kind was listed: once, unless a watch could not resume
-    keep: Callable[[dict[str, Any]], Any] = as_json
+    keep: Callable[[dict[str, Any]], Any] = jsonbytes.dumps
 
     def get(self, key: ObjectKey) -> dict[str, Any] | None:
         """The object, decoded afresh (the caller may change it); for caches that keep JSON."""
@@ -121,7 +117,7 @@ class ClusterWatch:
     def ensure(self, kind: Kind) -> KindCache:
         cache = self.caches.get(kind)
         if cache is None:
-            cache = self.caches[kind] = KindCache(keep=self.owner.keep.get(kind, as_json))
+            cache = self.caches[kind] = KindCache(keep=self.owner.keep.get(kind, jsonbytes.dumps))
             self.tasks[kind] = asyncio.create_task(self._run(kind, cache), name=f"member-watch/{self.name}/{kind[1]}")
         return cache
 

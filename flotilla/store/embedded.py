@@ -67,7 +67,7 @@ def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
     if not (ephemeral.start <= LISTEN_PORTS.start and LISTEN_PORTS.stop <= ephemeral.stop):
         for _ in range(100):
             port = rng.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop)
-            if port not in ephemeral and _unbound(port, host):
+            if port not in ephemeral and port_is_free(port, host, reuse_address=False):
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -75,21 +75,13 @@ def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
         return chosen
 
 
-def _unbound(port: int, host: str) -> bool:
-    # Without SO_REUSEADDR: a port still in TIME_WAIT is passed over, as the kernel's choice does.
+def port_is_free(port: int, host: str = "127.0.0.1", reuse_address: bool = True) -> bool:
+    """Whether a server could bind `port`. Servers (etcd included) listen with SO_REUSEADDR, so
+    connections lingering in TIME_WAIT from a previous run do not make the port unusable for
+    them; without `reuse_address` such a port counts as taken, as the kernel's own choice does."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-        return True
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        # Servers (etcd included) listen with SO_REUSEADDR, so connections lingering in
-        # TIME_WAIT from a previous run do not make the port unusable for them.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_address:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
