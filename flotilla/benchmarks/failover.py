@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
 from flotilla.benchmarks.resources import ProcessWatch, etcd_delta, etcd_metrics, per_binding, reconciles
 from flotilla.benchmarks.stats import summary
 from flotilla.profiles import PROFILES
+from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
 from flotilla.store.embedded import free_port
@@ -209,11 +211,8 @@ class Watcher:
         self.changed.set()
 
     async def on_binding(self, kind: EventType, rb: work_pb2.ResourceBinding, _old: Any) -> None:
-        followed = self.followed.get(f"{rb.metadata.namespace}/{rb.metadata.name}")
-        if followed is not None and kind != EventType.DELETED:
-            followed.see(rb, time.monotonic())
-        # Every binding's change wakes the waits: the rollout's waits on all of them, and woken
-        # only by members' status the last report of a quiet plane waited out the whole timeout.
+        # Every binding's change wakes the rollout's wait on all of them: woken only by members'
+        # status, the last report of a quiet plane waited out the whole timeout.
         self.changed.set()
 
     def start(self, victim: str, followed: dict[str, Followed]) -> None:
@@ -344,43 +343,52 @@ def failover_part(rb: work_pb2.ResourceBinding) -> bytes:
     return copy.SerializeToString(deterministic=True)
 
 
-async def count_writes(store: Store, revision: int, affected: dict[str, work_pb2.ResourceBinding],
-                       counts: Counter[str]) -> None:
-    """Every write to etcd under Flotilla's root from `revision` on, by resource; the writes to
-    the affected bindings (etcd key -> the version before) also split into the failover's own
-    and the executor's reports of their Works."""
+async def follow_writes(store: Store, revision: int, affected: dict[str, work_pb2.ResourceBinding],
+                        counts: Counter[str], see: Callable[[str, work_pb2.ResourceBinding], None]) -> None:
+    """Every write to etcd under Flotilla's root from `revision` on, counted by resource, in one
+    watch. The affected bindings (etcd key -> the version before) are decoded once each write:
+    handed to `see`, and their writes split into the failover's own and the executor's reports of
+    their Works. The other bindings are not decoded: with a binding informer beside this watch,
+    the benchmark read and decoded each affected binding's writes twice, and took more of the
+    machine it shares with the plane than any figure needs."""
     rt = registry.RESOURCE_BINDING
     last = {key: failover_part(rb) for key, rb in affected.items()}
     async for event in store.watch(keys.ETCD_ROOT + "/", revision + 1):
         resource = event.key.split("/")[2] if event.key.count("/") >= 2 else event.key
         counts[resource + (":delete" if event.kind == WatchKind.DELETE else "")] += 1
         if event.key in last and event.kind == WatchKind.PUT:
-            now = failover_part(store.decode(rt, event.value, event.revision, event.key))
+            rb = store.decode(rt, event.value, event.revision, event.key)
+            see(event.key, rb)
+            now = failover_part(rb)
             counts["affected_bindings:failover" if now != last[event.key] else "affected_bindings:work_status"] += 1
             last[event.key] = now
 
 
-async def fail_one(store: Store, watcher: Watcher, bindings: Informer[work_pb2.ResourceBinding], layout: Layout,
-                   victim: str, opts: Options, pids: dict[str, int], harness: dict[str, int],
-                   address: str) -> dict[str, Any]:
+async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, pids: dict[str, int],
+                   harness: dict[str, int], address: str) -> dict[str, Any]:
     from flotilla import simclient
 
-    # The bindings on the victim now (a false failover during the rollout moves some away).
-    followed = {key: Followed(victim) for i in range(len(layout.pairs))
-                if (rb := bindings.get(key := binding_key(i))) is not None
-                and any(t.name == victim for t in rb.spec.clusters)}
     rt = registry.RESOURCE_BINDING
-    affected = {keys.etcd_key(rt.resource, NAMESPACE, k.split("/", 1)[1]): rb
-                for k in followed if (rb := bindings.get(k)) is not None}
+    # The bindings on the victim now (a false failover during the rollout moves some away).
+    # Listed afresh: the rollout's informer is gone, and each failover of a sweep needs the
+    # bindings as the last one left them.
+    listed = await store.list(rt, NAMESPACE)
+    affected = {keys.etcd_key(rt.resource, NAMESPACE, rb.metadata.name): rb for rb in listed.items
+                if any(t.name == victim for t in rb.spec.clusters)}
+    followed = {key: Followed(victim) for key in affected}
+
+    def see(etcd_key: str, rb: work_pb2.ResourceBinding) -> None:
+        followed[etcd_key].see(rb, time.monotonic())
+        watcher.changed.set()
+
     watcher.start(victim, followed)
     watcher.failed.add(victim)
     processes = ProcessWatch(pids)
     measuring = ProcessWatch(harness)
     metrics_before = await etcd_metrics(store.endpoints)
     reconciles_before = await reconciles(store.client)
-    revision = (await store.list(registry.CLUSTER)).revision
     writes: Counter[str] = Counter()
-    counting = asyncio.create_task(count_writes(store, revision, affected, writes))
+    counting = asyncio.create_task(follow_writes(store, listed.revision, affected, writes, see))
     load_before = os.getloadavg()
     async with processes.window(), measuring.window():
         faulted = time.monotonic()
@@ -471,11 +479,13 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         if not settled:
             rollout_report["not_healthy"] = sum(not healthy(bindings.get(binding_key(i)))
                                                 for i in range(len(layout.pairs)))
+        # From here the failovers follow their bindings themselves (`follow_writes`).
+        await cancel_and_wait(tasks.pop())
         failovers = []
         # A few stragglers that never turn Healthy (reported above) do not void the failover.
         if settled or rollout_report["not_healthy"] <= len(layout.pairs) // 100:
             for victim, _ in layout.victims:
-                failovers.append(await fail_one(store, watcher, bindings, layout, victim, opts, pids, harness, address))
+                failovers.append(await fail_one(store, watcher, victim, opts, pids, harness, address))
         rollout_report["lifetime_peak_rss_mib"] = rollout.lifetime_peaks()
         return {"rollout": rollout_report, "failovers": failovers,
                 "false_failovers": watcher.false_alarms, "readyz_ms": _stop_prober(prober)}
