@@ -1,0 +1,88 @@
+"""Push members are probed on shared ticks of the update frequency, so that a period's probes go
+out together (services/status/push.py): the rule as a table, then the reconciler bringing two
+members probed at different moments into step."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import cast
+
+import pytest
+
+from flotilla.api import registry
+from flotilla.api.v1 import cluster_pb2
+from flotilla.api.wellknown import CLUSTER_FINALIZER
+from flotilla.clusterstatus.prober import ClusterProber
+from flotilla.clusterstatus.push_members import PushMembers
+from flotilla.clusterstatus.thresholds import Thresholds
+from flotilla.member import Health
+from flotilla.runtime.clock import FakeClock
+from flotilla.store import Informer, MemoryStore
+from services.status.push import PushStatusReconciler, until_next_probe
+
+
+@pytest.mark.parametrize(("now", "period", "wait"), [
+    (0.0, 1.0, 1.0),        # on a tick: the next one
+    (10.25, 1.0, 0.75),     # between ticks: the next one
+    (10.5, 1.0, 0.5),       # half a period away is far enough
+    (10.75, 1.0, 1.25),     # nearer than half a period: the one after
+    (10.999, 1.0, 1.001),
+    (7.0, 2.5, 0.5 + 2.5),  # 7.0 is 0.5 before the tick at 7.5
+    (3.0, 10.0, 7.0),
+    (0.3, 0.0, 0.0),        # no period: as asked
+])
+def test_the_next_probe_is_the_next_shared_tick_at_least_half_a_period_away(now: float, period: float,
+                                                                            wait: float) -> None:
+    assert until_next_probe(now, period) == pytest.approx(wait)
+
+
+class Answering:
+    """Members that answer every probe Healthy (the probes' HTTP is covered by the integration
+    tests of PushMembers; here only when they are asked for matters)."""
+
+    async def health(self) -> Health:
+        return Health(online=True, healthy=True)
+
+    async def get(self, _: cluster_pb2.Cluster) -> Answering:
+        return self
+
+
+def cluster(name: str) -> cluster_pb2.Cluster:
+    c = cluster_pb2.Cluster(api_version="cluster.karmada.io/v1alpha1", kind="Cluster")
+    c.metadata.name = name
+    c.metadata.finalizers.append(CLUSTER_FINALIZER)
+    c.spec.sync_mode = "Push"
+    return c
+
+
+@pytest.fixture
+async def clusters() -> AsyncIterator[tuple[FakeClock, Informer[cluster_pb2.Cluster]]]:
+    clock = FakeClock()
+    store = MemoryStore(clock)
+    for name in ("member1", "member2"):
+        await store.create(cluster(name))
+    informer = Informer(store, registry.CLUSTER)
+    task = asyncio.create_task(informer.run())
+    await informer.wait_synced()
+    yield clock, informer
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await store.close()
+
+
+async def test_members_probed_at_different_moments_are_next_probed_together(
+        clusters: tuple[FakeClock, Informer[cluster_pb2.Cluster]]) -> None:
+    clock, informer = clusters
+    prober = ClusterProber(clock, Thresholds(success=timedelta(seconds=3), failure=timedelta(seconds=3)))
+    reconciler = PushStatusReconciler(informer.store, informer, prober, cast(PushMembers, Answering()),
+                                      frequency=1.0, collect=lambda _: None)
+    due = {}
+    for name, at in (("member1", 0.2), ("member2", 0.45)):
+        await clock.advance(at - clock.monotonic())
+        result = await reconciler.reconcile(name)
+        assert result is not None and result.requeue_after is not None
+        due[name] = clock.monotonic() + result.requeue_after
+    assert due["member1"] == pytest.approx(1.0)
+    assert due["member2"] == pytest.approx(1.0)
