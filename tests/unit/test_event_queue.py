@@ -74,6 +74,27 @@ async def test_after_a_burst_writes_keep_to_the_rate(store: MemoryStore, clock: 
     assert len(await written(store)) == 6
 
 
+async def test_under_a_storm_events_go_out_a_group_at_a_time(store: MemoryStore, clock: FakeClock) -> None:
+    """After the burst, a quarter of a second's worth at a time (written together, they travel to
+    etcd as one request), not one every 1/qps seconds: the rate is the same."""
+    queue = EventQueue(store, "storm", qps=40, capacity=1000)
+    for i in range(200):
+        queue.emit(cluster(f"c{i}"), "Normal", "Ready", "cluster is ready")
+    task = asyncio.create_task(queue.run())
+    try:
+        await clock.advance(0)
+        assert len(await written(store)) == 80  # the burst: twice the rate
+        await clock.advance(0.2)
+        assert len(await written(store)) == 80  # one at a time, 8 would be out by now
+        await clock.advance(0.05)
+        assert len(await written(store)) == 90  # a group of 0.25 s x 40
+        await clock.advance(1.0)
+        assert len(await written(store)) == 130  # still 40 a second
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_a_full_queue_drops_new_events_and_counts_them(store: MemoryStore) -> None:
     before = REGISTRY.get_sample_value("flotilla_events_dropped_total", {"component": "full"}) or 0.0
     queue = EventQueue(store, "full", capacity=2)
