@@ -76,3 +76,16 @@ def test_the_summarized_forms_keep_every_summary() -> None:
     assert resource_summary(slim_nodes, slim_pods) == resource_summary(nodes, pods)
     assert slim_nodes[0] == {"status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
                                         "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def test_a_members_repeated_requests_are_parsed_once() -> None:
+    """Every collection sums every pod of the member afresh; a request amount is parsed the first
+    time it is seen, not at every pod of every collection (3.7 ms a collection of 110 pods)."""
+    from flotilla.member.summary import _parsed
+
+    pods = [pod("a", cpu="123m", memory="77Mi") for _ in range(50)]
+    before = _parsed.cache_info().misses
+    for _ in range(3):
+        assert resource_summary([node("a", cpu="4")], pods)["allocated"] == {
+            "cpu": "6150m", "memory": "3850Mi", "pods": "50"}
+    assert _parsed.cache_info().misses - before == 2
