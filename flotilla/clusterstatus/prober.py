@@ -117,10 +117,12 @@ class ClusterProber:
         status: cluster_pb2.ClusterStatus,
         connect: Callable[[], Awaitable[Member]],
         collect: bool = True,
+        at: datetime | None = None,
     ) -> StatusUpdate:
         """Probe, and collect if due (`collect=False`: leave a due collection to the caller, as
-        `collect_due`, and count it as made now, so the next probes do not ask for it again)."""
-        now = self.clock.now()
+        `collect_due`, and count it as made now, so the next probes do not ask for it again).
+        `at`: the time the probe stands for (its tick), when not now."""
+        now = at if at is not None else self.clock.now()
         online = healthy = False
         error = ""
         client: Member | None = None

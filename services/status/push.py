@@ -9,6 +9,7 @@ ticks for every cluster (`until_next_probe`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 from opentelemetry import trace
 
@@ -63,8 +64,11 @@ class PushStatusReconciler:
         if CLUSTER_FINALIZER not in cluster.metadata.finalizers:
             # The lifecycle controller adds it; probing starts once it is there (docs/karmada-rules.md §3 step 1).
             return Result(requeue_after=min(self.frequency, 1.0))
+        clock = self.prober.clock
+        at = clock.now() - timedelta(seconds=since_tick(clock.monotonic(), self.frequency))
         with CLUSTER_SYNC_STATUS_DURATION.labels(name).time():
-            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster), collect=False)
+            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster), collect=False,
+                                             at=at)
             # Most probes change nothing: judged against the informer's copy, they cost etcd no
             # read. A copy behind etcd only delays a write to the next probe.
             if update.changes(cluster.status):
@@ -72,6 +76,18 @@ class PushStatusReconciler:
         if update.collect_due:
             self.collect(key)
         return Result(requeue_after=until_next_probe(self.prober.clock.monotonic(), self.frequency))
+
+
+def since_tick(now: float, period: float) -> float:
+    """How long ago the tick was that a pass at `now` (monotonic) belongs to: a probe is stamped
+    with its tick, not with the moment its turn in the burst came. Stamped as it ran, a member
+    failing probe after probe showed its failures a period apart give or take its place in
+    each burst, and a failure threshold of three periods was passed only at the fourth, half
+    the time. A pass more than half a period after a tick is off the ticks: stamped as it runs."""
+    if period <= 0:
+        return 0.0
+    lag = now % period
+    return lag if lag < period / 2 else 0.0
 
 
 def until_next_probe(now: float, period: float) -> float:

@@ -20,7 +20,7 @@ from flotilla.clusterstatus.thresholds import Thresholds
 from flotilla.member import Health
 from flotilla.runtime.clock import FakeClock
 from flotilla.store import Informer, MemoryStore
-from services.status.push import PushStatusReconciler, until_next_probe
+from services.status.push import PushStatusReconciler, since_tick, until_next_probe
 
 
 @pytest.mark.parametrize(("now", "period", "wait"), [
@@ -39,11 +39,13 @@ def test_the_next_probe_is_the_next_shared_tick_at_least_half_a_period_away(now:
 
 
 class Answering:
-    """Members that answer every probe Healthy (the probes' HTTP is covered by the integration
-    tests of PushMembers; here only when they are asked for matters)."""
+    """Members that answer every probe, Healthy or not as the test says (the probes' HTTP is
+    covered by the integration tests of PushMembers; here only when they are asked matters)."""
+
+    healthy = True
 
     async def health(self) -> Health:
-        return Health(online=True, healthy=True)
+        return Health(online=True, healthy=self.healthy)
 
     async def get(self, _: cluster_pb2.Cluster) -> Answering:
         return self
@@ -55,6 +57,19 @@ def cluster(name: str) -> cluster_pb2.Cluster:
     c.metadata.finalizers.append(CLUSTER_FINALIZER)
     c.spec.sync_mode = "Push"
     return c
+
+
+@pytest.mark.parametrize(("now", "period", "lag"), [
+    (10.0, 1.0, 0.0),      # on its tick
+    (10.03, 1.0, 0.03),    # a turn late in the burst: the tick at 10
+    (10.49, 1.0, 0.49),
+    (10.5, 1.0, 0.0),      # half a period on: off the ticks, as it runs
+    (10.9, 1.0, 0.0),
+    (7.6, 2.5, 0.1),       # the tick at 7.5
+    (3.0, 0.0, 0.0),       # no period
+])
+def test_a_probe_is_stamped_with_the_tick_it_belongs_to(now: float, period: float, lag: float) -> None:
+    assert since_tick(now, period) == pytest.approx(lag)
 
 
 @pytest.fixture
@@ -86,3 +101,26 @@ async def test_members_probed_at_different_moments_are_next_probed_together(
         due[name] = clock.monotonic() + result.requeue_after
     assert due["member1"] == pytest.approx(1.0)
     assert due["member2"] == pytest.approx(1.0)
+
+
+async def test_a_failure_threshold_of_whole_periods_is_passed_on_time_whatever_the_turns_in_the_bursts(
+        clusters: tuple[FakeClock, Informer[cluster_pb2.Cluster]]) -> None:
+    """member1 fails from the probe of tick 10 on, its turn coming later in that burst than in the
+    next two: with a 2 s threshold it is published not Ready at tick 12, not a period later."""
+    clock, informer = clusters
+    prober = ClusterProber(clock, Thresholds(success=timedelta(seconds=2), failure=timedelta(seconds=2)))
+    members = Answering()
+    reconciler = PushStatusReconciler(informer.store, informer, prober, cast(PushMembers, members),
+                                      frequency=1.0, collect=lambda _: None)
+
+    async def probe_at(at: float) -> str:
+        await clock.advance(at - clock.monotonic())
+        await reconciler.reconcile("member1")
+        stored = await informer.store.get(registry.CLUSTER, "", "member1")
+        return next(c.status for c in stored.status.conditions if c.type == "Ready")
+
+    assert await probe_at(9.01) == "True"
+    members.healthy = False
+    assert await probe_at(10.04) == "True"  # the first failure, late in its burst
+    assert await probe_at(11.01) == "True"
+    assert await probe_at(12.02) == "False"  # 2 s after it by the ticks, 1.98 s by the clock
