@@ -451,7 +451,8 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
     bindings = Informer(store, registry.RESOURCE_BINDING, namespace=NAMESPACE)
     clusters.add_handler(watcher.on_cluster)
     bindings.add_handler(watcher.on_binding)
-    tasks = [asyncio.create_task(clusters.run()), asyncio.create_task(bindings.run())]
+    following = asyncio.create_task(bindings.run())
+    tasks = [asyncio.create_task(clusters.run()), following]
     try:
         await clusters.wait_synced()
         await bindings.wait_synced()
@@ -480,7 +481,7 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
             rollout_report["not_healthy"] = sum(not healthy(bindings.get(binding_key(i)))
                                                 for i in range(len(layout.pairs)))
         # From here the failovers follow their bindings themselves (`follow_writes`).
-        await cancel_and_wait(tasks.pop())
+        await cancel_and_wait(following)
         failovers = []
         # A few stragglers that never turn Healthy (reported above) do not void the failover.
         if settled or rollout_report["not_healthy"] <= len(layout.pairs) // 100:

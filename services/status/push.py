@@ -75,7 +75,7 @@ class PushStatusReconciler:
                 await self.publisher.publish(name, update)
         if update.collect_due:
             self.collect(key)
-        return Result(requeue_after=until_next_probe(self.prober.clock.monotonic(), self.frequency))
+        return Result(requeue_after=until_next_probe(clock.monotonic(), self.frequency))
 
 
 def since_tick(now: float, period: float) -> float:
