@@ -15,6 +15,13 @@ from datetime import datetime, timedelta
 from flotilla.api.conditions import TRUE
 from flotilla.clusterstatus.observation import ReadyObservation
 
+# A Push member's probe is stamped with its tick (services/status/push.py): the wall clock less
+# the lag read off the monotonic one, two reads whose difference wanders by microseconds. Stamps
+# a whole number of periods apart came out a few microseconds short of it about a third of the
+# time, so a failure observed for exactly the threshold (three ticks of a 3 s threshold) was
+# held back to the next probe, a period late. A millisecond is far below any probe period.
+STAMP_TOLERANCE = timedelta(milliseconds=1)
+
 
 @dataclass(frozen=True)
 class ThresholdState:
@@ -47,7 +54,7 @@ def filter_ready(
         state = ThresholdState(observed.status, now)
     threshold = thresholds.success if observed.status == TRUE else thresholds.failure
     crosses = (observed.status == TRUE) != (persisted.status == TRUE)
-    if crosses and state.since is not None and now < state.since + threshold:
+    if crosses and state.since is not None and now < state.since + threshold - STAMP_TOLERANCE:
         return persisted, state
     return observed, state
 
@@ -59,5 +66,5 @@ def time_until_visible(
     if state.since is None:
         return None
     threshold = thresholds.success if observed.status == TRUE else thresholds.failure
-    remaining = state.since + threshold - now
+    remaining = state.since + threshold - STAMP_TOLERANCE - now
     return remaining if remaining > timedelta(0) else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from flotilla.clusterstatus.observation import HEALTHY, NOT_REACHABLE, NOT_READY, ReadyObservation, observe
 from flotilla.clusterstatus.thresholds import Thresholds, ThresholdState, filter_ready
 
@@ -66,3 +68,15 @@ def test_a_bounce_restarts_the_window() -> None:
     published = run(probes)
     assert published[:7] == ["True"] * 7
     assert published[7] == "False"
+
+
+@pytest.mark.parametrize(("held_for", "published"), [
+    (timedelta(seconds=30), "False"),
+    (timedelta(seconds=30, microseconds=-7), "False"),   # stamps read off two clocks, microseconds apart
+    (timedelta(seconds=30, milliseconds=-2), "True"),    # short of the threshold: held back
+    (timedelta(seconds=29), "True"),
+])
+def test_a_failure_held_for_the_threshold_flips_whatever_microseconds_the_stamps_lost(
+        held_for: timedelta, published: str) -> None:
+    shown, _ = filter_ready(NOT_REACHABLE, HEALTHY, ThresholdState("False", T0), T0 + held_for, THRESHOLDS)
+    assert shown.status == published

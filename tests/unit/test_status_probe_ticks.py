@@ -5,8 +5,8 @@ members probed at different moments into step."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from datetime import timedelta
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timedelta
 from typing import cast
 
 import pytest
@@ -72,9 +72,19 @@ def test_a_probe_is_stamped_with_the_tick_it_belongs_to(now: float, period: floa
     assert since_tick(now, period) == pytest.approx(lag)
 
 
+class TwoReadClock(FakeClock):
+    """A machine's wall clock read a few microseconds off its monotonic one (`skew`), by another
+    amount at each probe, as two reads of real clocks are."""
+
+    skew = timedelta(0)
+
+    def now(self) -> datetime:
+        return super().now() + self.skew
+
+
 @pytest.fixture
-async def clusters() -> AsyncIterator[tuple[FakeClock, Informer[cluster_pb2.Cluster]]]:
-    clock = FakeClock()
+async def clusters() -> AsyncIterator[tuple[TwoReadClock, Informer[cluster_pb2.Cluster]]]:
+    clock = TwoReadClock()
     store = MemoryStore(clock)
     for name in ("member1", "member2"):
         await store.create(cluster(name))
@@ -88,7 +98,7 @@ async def clusters() -> AsyncIterator[tuple[FakeClock, Informer[cluster_pb2.Clus
 
 
 async def test_members_probed_at_different_moments_are_next_probed_together(
-        clusters: tuple[FakeClock, Informer[cluster_pb2.Cluster]]) -> None:
+        clusters: tuple[TwoReadClock, Informer[cluster_pb2.Cluster]]) -> None:
     clock, informer = clusters
     prober = ClusterProber(clock, Thresholds(success=timedelta(seconds=3), failure=timedelta(seconds=3)))
     reconciler = PushStatusReconciler(informer.store, informer, prober, cast(PushMembers, Answering()),
@@ -103,24 +113,45 @@ async def test_members_probed_at_different_moments_are_next_probed_together(
     assert due["member2"] == pytest.approx(1.0)
 
 
-async def test_a_failure_threshold_of_whole_periods_is_passed_on_time_whatever_the_turns_in_the_bursts(
-        clusters: tuple[FakeClock, Informer[cluster_pb2.Cluster]]) -> None:
-    """member1 fails from the probe of tick 10 on, its turn coming later in that burst than in the
-    next two: with a 2 s threshold it is published not Ready at tick 12, not a period later."""
-    clock, informer = clusters
+def probing_member1(clock: TwoReadClock, informer: Informer[cluster_pb2.Cluster],
+                    members: Answering) -> Callable[..., Awaitable[str]]:
+    """A 2 s threshold on 1 s ticks; the returned call probes member1 at a monotonic time, the
+    wall clock read `skew_us` off it, and says the Ready status stored after the probe."""
     prober = ClusterProber(clock, Thresholds(success=timedelta(seconds=2), failure=timedelta(seconds=2)))
-    members = Answering()
     reconciler = PushStatusReconciler(informer.store, informer, prober, cast(PushMembers, members),
                                       frequency=1.0, collect=lambda _: None)
 
-    async def probe_at(at: float) -> str:
+    async def probe_at(at: float, skew_us: int = 0) -> str:
         await clock.advance(at - clock.monotonic())
+        clock.skew = timedelta(microseconds=skew_us)
         await reconciler.reconcile("member1")
         stored = await informer.store.get(registry.CLUSTER, "", "member1")
         return next(c.status for c in stored.status.conditions if c.type == "Ready")
 
+    return probe_at
+
+
+async def test_a_failure_threshold_of_whole_periods_is_passed_on_time_whatever_the_turns_in_the_bursts(
+        clusters: tuple[TwoReadClock, Informer[cluster_pb2.Cluster]]) -> None:
+    """member1 fails from the probe of tick 10 on, its turn coming later in that burst than in the
+    next two: with a 2 s threshold it is published not Ready at tick 12, not a period later."""
+    members = Answering()
+    probe_at = probing_member1(*clusters, members)
     assert await probe_at(9.01) == "True"
     members.healthy = False
     assert await probe_at(10.04) == "True"  # the first failure, late in its burst
     assert await probe_at(11.01) == "True"
     assert await probe_at(12.02) == "False"  # 2 s after it by the ticks, 1.98 s by the clock
+
+
+async def test_the_threshold_is_passed_on_time_whatever_microseconds_the_two_clocks_differ_by(
+        clusters: tuple[TwoReadClock, Informer[cluster_pb2.Cluster]]) -> None:
+    """The first failure's stamp reads the wall clock 4 µs late, the third's 3 µs early: 2 s apart
+    by the ticks, 1.999993 s by the stamps, and not Ready at tick 12 all the same (it was at 13)."""
+    members = Answering()
+    probe_at = probing_member1(*clusters, members)
+    assert await probe_at(9.01) == "True"
+    members.healthy = False
+    assert await probe_at(10.01, skew_us=4) == "True"
+    assert await probe_at(11.01) == "True"
+    assert await probe_at(12.01, skew_us=-3) == "False"
