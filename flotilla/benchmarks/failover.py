@@ -4,10 +4,11 @@ etcd, every service as its own process and the simulator, started as `flotilla u
 K members joined in Push mode; N Deployments applied through the webhook, each with a
 PropagationPolicy of two ordered clusterAffinities terms (its primary cluster, then one backup),
 so that the victim cluster holds exactly the affected bindings and each of them has one
-known place to go. Once every workload is Healthy, the victim is taken down (the simulator's
-`down` fault) and every affected binding is followed through its stages from the victim's
-NoExecute taint: evicted (the victim out of spec.clusters, a graceful eviction task in),
-rescheduled (placed on its backup, the scheduler caught up), Healthy there, and its task dropped.
+known place to go. Once every workload is Healthy and the services have written the Events they
+had queued, the victim is taken down (the simulator's `down` fault) and every affected binding is
+followed through its stages from the victim's NoExecute taint: evicted (the victim out of
+spec.clusters, a graceful eviction task in), rescheduled (placed on its backup, the scheduler
+caught up), Healthy there, and its task dropped.
 
 Waits that only configure Flotilla are set to their least (no NoExecute delay to speak of, zero
 toleration, a pod ready as soon as it runs) so the figures are Flotilla's own; the failure
@@ -39,7 +40,14 @@ from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition, is_true
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
-from flotilla.benchmarks.resources import ProcessWatch, etcd_delta, etcd_metrics, per_binding, reconciles
+from flotilla.benchmarks.resources import (
+    ProcessWatch,
+    etcd_delta,
+    etcd_metrics,
+    events_queued,
+    per_binding,
+    reconciles,
+)
 from flotilla.benchmarks.stats import summary
 from flotilla.profiles import PROFILES
 from flotilla.runtime.tasks import cancel_and_wait
@@ -52,6 +60,8 @@ NAMESPACE = "bench"
 PAIR_LABEL = "bench-pair"
 SWEEP = (10, 100, 1000)
 STAGES = ("evicted", "rescheduled", "healthy", "task_dropped")
+# A backlog of 1,000 Events per service is written within 20 s at the default --event-qps.
+EVENTS_SETTLE_TIMEOUT = 60.0
 
 # The least each configured wait can be; what is left is Flotilla's own time.
 FAST_WAITS = {
@@ -364,10 +374,24 @@ async def follow_writes(store: Store, revision: int, affected: dict[str, work_pb
             last[event.key] = now
 
 
+async def events_written(store: Store, timeout: float, period: float = 0.25) -> float | None:
+    """Seconds until no service has Events left to write, or None if some still had after
+    `timeout`. A rollout leaves up to 1,000 Events per service queued (written at --event-qps),
+    and a failover started at once would be measured writing them: in a sweep most of the
+    10-binding failover's CPU went to them."""
+    started = time.monotonic()
+    while await events_queued(store.client) > 0:
+        if time.monotonic() - started > timeout:
+            return None
+        await asyncio.sleep(period)
+    return round(time.monotonic() - started, 2)
+
+
 async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, pids: dict[str, int],
                    harness: dict[str, int], address: str) -> dict[str, Any]:
     from flotilla import simclient
 
+    events_settled_s = await events_written(store, EVENTS_SETTLE_TIMEOUT)
     rt = registry.RESOURCE_BINDING
     # The bindings on the victim now (a false failover during the rollout moves some away).
     # Listed afresh: the rollout's informer is gone, and each failover of a sweep needs the
@@ -413,6 +437,9 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
     event_writes = sum(n for r, n in writes.items() if r.startswith("events"))
     return {
         "victim": victim, "affected": len(followed), "complete": finished,
+        # How long the plane took to write the Events still queued before the fault (None: it had
+        # not within EVENTS_SETTLE_TIMEOUT, and the failover was measured with them).
+        "events_settled_s": events_settled_s,
         "detection_s": _rounded(watcher.ready_false_at, faulted),
         "taint_after_fault_s": _rounded(taint, faulted),
         "stages_from_taint_s": stages,

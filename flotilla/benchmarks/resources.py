@@ -132,22 +132,41 @@ def reconcile_counts(text: str) -> dict[str, float]:
     return counts
 
 
-async def reconciles(client: aetcd.Client) -> dict[str, float]:
-    """Every registered service's controller passes so far, as `service/controller`; a service
-    whose metrics cannot be read is left out (the difference then leaves it out too)."""
-    counts: dict[str, float] = {}
+async def service_metrics(client: aetcd.Client) -> AsyncIterator[tuple[str, str]]:
+    """(service, its Prometheus text) of every registered service whose metrics can be read."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
         for endpoint in await list_endpoints(client):
             if not endpoint.metrics_address:
                 continue
             try:
                 async with session.get(f"http://{endpoint.metrics_address}/metrics") as response:
-                    text = await response.text()
+                    yield endpoint.service, await response.text()
             except (aiohttp.ClientError, TimeoutError):
                 continue
-            for name, value in reconcile_counts(text).items():
-                counts[f"{endpoint.service}/{name}"] = counts.get(f"{endpoint.service}/{name}", 0.0) + value
+
+
+async def reconciles(client: aetcd.Client) -> dict[str, float]:
+    """Every registered service's controller passes so far, as `service/controller`; a service
+    whose metrics cannot be read is left out (the difference then leaves it out too)."""
+    counts: dict[str, float] = {}
+    async for service, text in service_metrics(client):
+        for name, value in reconcile_counts(text).items():
+            counts[f"{service}/{name}"] = counts.get(f"{service}/{name}", 0.0) + value
     return counts
+
+
+EVENTS_QUEUED = "flotilla_events_queued"
+
+
+def queued_events(text: str) -> float:
+    """The Events one service has recorded and not yet written, from its Prometheus text."""
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples if sample.name == EVENTS_QUEUED)
+
+
+async def events_queued(client: aetcd.Client) -> float:
+    """The Events every service has recorded and not yet written."""
+    return sum([queued_events(text) async for _, text in service_metrics(client)])
 
 
 def per_binding(before: dict[str, float], after: dict[str, float], bindings: int) -> dict[str, float]:

@@ -17,7 +17,7 @@ import logging
 from collections import OrderedDict
 
 from google.protobuf.message import Message
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from flotilla.api.v1 import core_pb2
 from flotilla.store.base import copy_of, meta_of
@@ -41,6 +41,11 @@ MAX_GROUP = 100
 EVENTS_DROPPED = Counter(
     "flotilla_events_dropped",
     "Events not written because the queue of Events waiting to be written was full",
+    ["component"],
+)
+EVENTS_QUEUED = Gauge(
+    "flotilla_events_queued",
+    "Events recorded and not yet written (a storm's backlog, drained at --event-qps)",
     ["component"],
 )
 
@@ -176,6 +181,7 @@ class EventQueue(EventRecorder):
         self._burst = max(qps * 2, 1.0)
         self._tokens = self._burst
         self._refilled = store.clock.monotonic()
+        self._queued = EVENTS_QUEUED.labels(component)
 
     async def record(self, obj: Message, event_type: str, reason: str, message: str) -> None:
         self.emit(obj, event_type, reason, message)
@@ -183,6 +189,7 @@ class EventQueue(EventRecorder):
     def emit(self, obj: Message, event_type: str, reason: str, message: str) -> None:
         try:
             self._queue.put_nowait((_reference(obj), event_type, reason, message))
+            self._queued.inc()
         except asyncio.QueueFull:
             self.dropped += 1
             EVENTS_DROPPED.labels(self.component).inc()
@@ -202,6 +209,7 @@ class EventQueue(EventRecorder):
                     await self._current_lease()  # granted once for the group, not raced for by it
                 await asyncio.gather(*(EventRecorder.record(self, *item) for item in batch))
             finally:
+                self._queued.dec(len(batch))
                 for _ in batch:
                     self._queue.task_done()
 

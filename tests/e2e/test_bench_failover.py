@@ -36,6 +36,7 @@ def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
     [failover] = out["failovers"]
     assert failover["complete"] is True and failover["affected"] == 1
     assert failover["detection_s"] > 0 and failover["total_s"] >= 0
+    assert failover["events_settled_s"] is not None and failover["events_settled_s"] >= 0
     assert set(failover["stages_from_taint_s"]) == STAGES
     assert all(s["reached"] == 1 and s["p99"] is not None for s in failover["stages_from_taint_s"].values())
     writes = failover["etcd"]["writes_per_evicted_binding"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from flotilla.benchmarks.resources import per_binding, reconcile_counts
+from flotilla.benchmarks.resources import per_binding, queued_events, reconcile_counts
 
 
 def test_each_work_queues_passes_are_read_from_its_histogram_count() -> None:
@@ -24,3 +24,12 @@ def test_per_binding_is_the_growth_of_what_was_read_both_times() -> None:
              "scheduler/rb": 3007.0}
     # A service that could not be read before (restarted, say) is left out, not counted from zero.
     assert per_binding(before, after, 1000) == {"executor/binding": 4.0, "scheduler/rb": 3.0}
+
+
+def test_the_events_a_service_has_not_written_yet_are_read_from_its_gauge() -> None:
+    registry = CollectorRegistry()
+    queued = Gauge("flotilla_events_queued", "", ["component"], registry=registry)
+    queued.labels("executor").set(7)
+    queued.labels("executor-agent").set(2)
+    assert queued_events(generate_latest(registry).decode()) == 9
+    assert queued_events(generate_latest(CollectorRegistry()).decode()) == 0

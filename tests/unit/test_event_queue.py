@@ -108,3 +108,19 @@ async def test_a_full_queue_drops_new_events_and_counts_them(store: MemoryStore)
     finally:
         task.cancel()
     assert sorted(e.involved_object.name for e in await written(store)) == ["c0", "c1"]
+
+
+async def test_the_events_waiting_to_be_written_are_a_gauge_that_empties_as_they_are(store: MemoryStore) -> None:
+    def queued() -> float | None:
+        return REGISTRY.get_sample_value("flotilla_events_queued", {"component": "backlog"})
+
+    queue = EventQueue(store, "backlog", capacity=2)
+    for i in range(3):  # the third is dropped, never queued
+        await queue.normal(cluster(f"c{i}"), "Ready", "up")
+    assert queued() == 2
+    task = asyncio.create_task(queue.run())
+    try:
+        await asyncio.wait_for(queue.drain(), 10)
+    finally:
+        task.cancel()
+    assert queued() == 0
