@@ -140,9 +140,10 @@ async def service_metrics(client: aetcd.Client) -> AsyncIterator[tuple[str, str]
                 continue
             try:
                 async with session.get(f"http://{endpoint.metrics_address}/metrics") as response:
-                    yield endpoint.service, await response.text()
+                    text = await response.text()
             except (aiohttp.ClientError, TimeoutError):
                 continue
+            yield endpoint.service, text
 
 
 async def reconciles(client: aetcd.Client) -> dict[str, float]:
@@ -158,7 +159,7 @@ async def reconciles(client: aetcd.Client) -> dict[str, float]:
 EVENTS_QUEUED = "flotilla_events_queued"
 
 
-def queued_events(text: str) -> float:
+def queued_event_count(text: str) -> float:
     """The Events one service has recorded and not yet written, from its Prometheus text."""
     return sum(sample.value for family in text_string_to_metric_families(text)
                for sample in family.samples if sample.name == EVENTS_QUEUED)
@@ -166,7 +167,7 @@ def queued_events(text: str) -> float:
 
 async def events_queued(client: aetcd.Client) -> float:
     """The Events every service has recorded and not yet written."""
-    return sum([queued_events(text) async for _, text in service_metrics(client)])
+    return sum([queued_event_count(text) async for _, text in service_metrics(client)])
 
 
 def per_binding(before: dict[str, float], after: dict[str, float], bindings: int) -> dict[str, float]:

@@ -52,9 +52,8 @@ def filter_ready(
         return observed, state if state.status == observed.status else ThresholdState(observed.status, now)
     if state.status != observed.status:
         state = ThresholdState(observed.status, now)
-    threshold = thresholds.success if observed.status == TRUE else thresholds.failure
     crosses = (observed.status == TRUE) != (persisted.status == TRUE)
-    if crosses and state.since is not None and now < state.since + threshold - STAMP_TOLERANCE:
+    if crosses and state.since is not None and now < _visible_at(observed, state.since, thresholds):
         return persisted, state
     return observed, state
 
@@ -65,6 +64,11 @@ def time_until_visible(
     """How long until a held-back observation would be published (for inspection)."""
     if state.since is None:
         return None
-    threshold = thresholds.success if observed.status == TRUE else thresholds.failure
-    remaining = state.since + threshold - STAMP_TOLERANCE - now
+    remaining = _visible_at(observed, state.since, thresholds) - now
     return remaining if remaining > timedelta(0) else None
+
+
+def _visible_at(observed: ReadyObservation, since: datetime, thresholds: Thresholds) -> datetime:
+    """When an observation held since `since` has lasted its threshold."""
+    threshold = thresholds.success if observed.status == TRUE else thresholds.failure
+    return since + threshold - STAMP_TOLERANCE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from flotilla.benchmarks.resources import per_binding, queued_events, reconcile_counts
+from flotilla.benchmarks.resources import per_binding, queued_event_count, reconcile_counts
 
 
 def test_each_work_queues_passes_are_read_from_its_histogram_count() -> None:
@@ -31,5 +31,5 @@ def test_the_events_a_service_has_not_written_yet_are_read_from_its_gauge() -> N
     queued = Gauge("flotilla_events_queued", "", ["component"], registry=registry)
     queued.labels("executor").set(7)
     queued.labels("executor-agent").set(2)
-    assert queued_events(generate_latest(registry).decode()) == 9
-    assert queued_events(generate_latest(CollectorRegistry()).decode()) == 0
+    assert queued_event_count(generate_latest(registry).decode()) == 9
+    assert queued_event_count(generate_latest(CollectorRegistry()).decode()) == 0
