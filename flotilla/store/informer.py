@@ -5,9 +5,15 @@ Handlers see every change exactly once and in revision order. A broken watch
 nothing is missed or replayed; a compacted watch relists and reports the
 difference between the cache and the new list.
 
-A value that does not decode (another tool wrote garbage under a key) never
-stops an informer: the key is reported once per write (log line, metric,
-`on_undecodable`) and treated as deleted, and every other object keeps flowing.
+A value that does not decode (another tool wrote garbage under a key, a bad
+restore, a flipped bit) never stops an informer: the key is reported once per
+write (log line, metric, `on_undecodable`) and every other object keeps flowing.
+It is not a deletion: nothing is known of what the key now holds, so the cache
+keeps the last good version of it (handlers hear nothing), and a key that never
+held a good value in this informer's sight is unknown, not absent: `get` raises
+`Undecodable` for it, and `check_complete` for a caller that decides from the
+whole list. A later good value is reported as usual (MODIFIED, or ADDED); a
+delete in etcd is a DELETED.
 """
 
 from __future__ import annotations
@@ -94,8 +100,9 @@ class Informer(Generic[M]):
         self._synced = asyncio.Event()
         self._backoff = retry_backoff
         self._on_undecodable = on_undecodable
-        # etcd keys last seen holding garbage, so a relist does not report them again.
-        self._undecodable: set[str] = set()
+        # Keys whose stored value does not decode, each with its etcd key: reported once per
+        # write, kept at their last good version if there was one, unknown otherwise.
+        self._unreadable: dict[str, str] = {}
         # Keys whose cached version was assumed (see `assume`) and not yet seen from the watch.
         self._assumed: set[str] = set()
         self.revision = 0
@@ -117,14 +124,39 @@ class Informer(Generic[M]):
     # -- cache reads ------------------------------------------------------
 
     def get(self, key: str) -> M | None:
+        """The cached object, None when the store holds none. A key whose stored value does not
+        decode is not absent: its last good version, or `Undecodable` when none was seen, so
+        that no caller takes it for gone."""
         entry = self._cache.get(key)
-        return None if entry is None else self._unpacked(entry)
+        if entry is not None:
+            return self._unpacked(entry)
+        etcd_key = self._unreadable.get(key)
+        if etcd_key is not None:
+            raise Undecodable(self.rt.kind, etcd_key, "no readable version of it was seen")
+        return None
 
     def list(self) -> builtins.list[M]:
         return [self._unpacked(entry) for entry in self._cache.values()]
 
     def keys(self) -> builtins.list[str]:
         return builtins.list(self._cache)
+
+    def unreadable(self) -> dict[str, str]:
+        """Keys whose stored value does not decode now, each with its etcd key (`list` has the
+        last good version of those it saw one of)."""
+        return dict(self._unreadable)
+
+    def unknown(self) -> builtins.list[str]:
+        """Keys stored but missing from the cache: their value does not decode and no good one
+        was seen. `list`, `keys` and the indices cannot show them."""
+        return sorted(k for k in self._unreadable if k not in self._cache)
+
+    def check_complete(self) -> None:
+        """Raise `Undecodable` if some stored key is missing from the cache (see `unknown`): for a
+        caller whose decision rests on what is not in `list` (an orphan, a missing cluster)."""
+        unknown = self.unknown()
+        if unknown:
+            raise Undecodable(self.rt.kind, self._unreadable[unknown[0]], "no readable version of it was seen")
 
     def by_index(self, name: str, value: str) -> builtins.list[M]:
         return [self._unpacked(self._cache[k]) for k in sorted(self._indices[name].get(value, ()))]
@@ -149,6 +181,7 @@ class Informer(Generic[M]):
             return
         kind = EventType.MODIFIED if cached is not None else EventType.ADDED
         self._assumed.add(key)
+        self._unreadable.pop(key, None)  # what is stored now is what was written
         await self._apply(kind, key, copy_of(written))
 
     def _ahead(self, key: str, cached: M | _Packed, listed: int) -> bool:
@@ -200,14 +233,15 @@ class Informer(Generic[M]):
             elif (listed := int(meta_of(obj).resource_version or 0)) != self._revision(old) \
                     and not self._ahead(key, old, listed):
                 await self._apply(EventType.MODIFIED, key, obj)
-        # Corrupt keys are absent from `fresh`, so a cached object under one goes as deleted below.
-        for etcd_key in result.undecodable:
-            if etcd_key not in self._undecodable:
+        unreadable = {self._object_key(etcd_key): etcd_key for etcd_key in result.undecodable}
+        for key, etcd_key in unreadable.items():
+            if key not in self._unreadable:
                 await self._report_undecodable(etcd_key, str(Undecodable(self.rt.kind, etcd_key)))
-        self._undecodable = set(result.undecodable)
-        # A version assumed while the list was read is newer than the list, not gone.
+        self._unreadable = unreadable
+        # A version assumed while the list was read is newer than the list, not gone; a key
+        # whose value does not decode is still there, at its last good version.
         for key in [k for k, entry in self._cache.items()
-                    if k not in fresh and not self._ahead(k, entry, result.revision)]:
+                    if k not in fresh and k not in unreadable and not self._ahead(k, entry, result.revision)]:
             await self._apply(EventType.DELETED, key, None)
         self._assumed.clear()
         self.revision = result.revision
@@ -222,7 +256,7 @@ class Informer(Generic[M]):
     async def _on_event(self, event: WatchEvent) -> None:
         key = self._object_key(event.key)
         if event.kind == WatchKind.DELETE:
-            self._undecodable.discard(event.key)
+            self._unreadable.pop(key, None)
             await self._apply(EventType.DELETED, key, None)
             return
         cached = self._cache.get(key)
@@ -232,18 +266,20 @@ class Informer(Generic[M]):
             if cached is not None and self._revision(cached) >= event.revision:
                 if self._revision(cached) == event.revision:
                     self._assumed.discard(key)
-                self._undecodable.discard(event.key)  # what was written was a good value
+                self._unreadable.pop(key, None)  # what was written was a good value
                 return
             self._assumed.discard(key)
         try:
             obj = decode_object(self.rt, event.value, event.revision, event.key)
         except Undecodable as e:
-            self._undecodable.add(event.key)
+            # Not a deletion: the cache keeps the last good version and handlers hear nothing,
+            # so no controller takes the object for gone (and deletes, moves or re-creates what
+            # hangs on it). One that writes it fails its compare-and-swap and reads etcd, which
+            # raises Undecodable: it waits until a good value (or a delete) comes.
+            self._unreadable[key] = event.key
             await self._report_undecodable(event.key, str(e))
-            # What was cached is no longer what is stored; handlers must not act on it.
-            await self._apply(EventType.DELETED, key, None)
             return
-        self._undecodable.discard(event.key)
+        self._unreadable.pop(key, None)
         kind = EventType.MODIFIED if cached is not None else EventType.ADDED
         await self._apply(kind, key, obj, _Packed(event.revision, event.value))
 

@@ -30,7 +30,7 @@ from flotilla.store import (
     Store,
     Undecodable,
 )
-from flotilla.store.base import copy_of
+from flotilla.store.base import copy_of, payload
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.factories import make_cluster
 
@@ -575,7 +575,10 @@ async def test_corrupt_value_get_list_and_delete(backend: Backend) -> None:
     assert (await store.list(registry.RESOURCE_BINDING)).undecodable == []
 
 
-async def test_informer_skips_corrupt_values_and_reports_each_write(backend: Backend, compact: bool) -> None:
+async def test_informer_keeps_the_last_good_version_of_a_corrupt_key(backend: Backend, compact: bool) -> None:
+    """Garbage under a key is reported each time it is written, and is never a deletion: the
+    cache keeps the last good version, handlers hear nothing, and a key never seen readable is
+    unknown (`get` raises), not absent. A later good value and an explicit delete are reported."""
     store = backend.store
     await store.create(_binding("default", "a"))
     await backend.put_raw(BAD_KEY, GARBAGE)  # before the list
@@ -593,30 +596,61 @@ async def test_informer_skips_corrupt_values_and_reports_each_write(backend: Bac
         await rec.wait_for(2)
         assert sorted(informer.keys()) == ["default/a", "default/c"]
         assert len(reported) == 1 and reported[0][0] == BAD_KEY and "ResourceBinding" in reported[0][1]
+        # Listed as garbage: stored, but unknown, so no caller may read it as gone.
+        with pytest.raises(Undecodable) as unknown:
+            informer.get("default/bad")
+        assert unknown.value.key == BAD_KEY
+        assert informer.unknown() == ["default/bad"]
+        with pytest.raises(Undecodable):
+            informer.check_complete()
+        assert informer.get("default/none") is None
 
-        # A good object under the key, then garbage over it mid-watch: handlers see it go.
+        # Deleted, then a good object under the key.
         await store.delete(registry.RESOURCE_BINDING, "default", "bad")
-        await store.create(_binding("default", "bad"))
+        good = await store.create(_binding("default", "bad", n="good"))
         await rec.wait_for(3)
+        assert informer.unknown() == [] and informer.unreadable() == {}
+        informer.check_complete()
+
+        # Garbage over it mid-watch: handlers hear nothing, the last good version stays.
         await backend.put_raw(BAD_KEY, GARBAGE + b"again")
         await store.create(_binding("default", "d", n="after"))
-        await rec.wait_for(5)
-        assert rec.seen[2:] == [("ADDED", "bad", ""), ("DELETED", "bad", ""), ("ADDED", "d", "after")]
-        assert informer.get("default/bad") is None
+        await rec.wait_for(4)
+        assert rec.seen[2:] == [("ADDED", "bad", "good"), ("ADDED", "d", "after")]
+        assert informer.get("default/bad") == good
+        assert sorted(o.metadata.name for o in informer.list()) == ["a", "bad", "c", "d"]
+        assert informer.unreadable() == {"default/bad": BAD_KEY}
+        assert informer.unknown() == []
+        informer.check_complete()
 
-        # Garbage written again is reported again; other objects keep flowing.
+        # A later good value resumes it: MODIFIED, from the last good version.
+        await backend.put_raw(BAD_KEY, payload(_binding("default", "bad", n="fixed")))
+        await rec.wait_for(5)
+        assert rec.seen[4] == ("MODIFIED", "bad", "fixed")
+        assert informer.unreadable() == {}
+
+        # Garbage again is reported again; other objects keep flowing; a delete is a delete.
         await backend.put_raw(BAD_KEY, GARBAGE)
         await bump_binding(store, "a", "1")
         await rec.wait_for(6)
-    assert rec.seen[5] == ("MODIFIED", "a", "1")
+        assert rec.seen[5] == ("MODIFIED", "a", "1")
+        kept = informer.get("default/bad")
+        assert kept is not None and kept.metadata.annotations["n"] == "fixed"
+        await store.delete(registry.RESOURCE_BINDING, "default", "bad")
+        await rec.wait_for(7)
+        assert rec.seen[6] == ("DELETED", "bad", "fixed")
+        assert informer.get("default/bad") is None
+        assert informer.unreadable() == {}
     assert [k for k, _ in reported] == [BAD_KEY] * 3
     assert undecodable_count() - before == 3
     assert sorted(informer.keys()) == ["default/a", "default/c", "default/d"]
 
 
-async def test_relist_reports_a_corrupt_key_once_and_drops_its_object(private_backend: Backend, compact: bool) -> None:
+async def test_relist_keeps_a_corrupt_key_at_its_last_good_version(private_backend: Backend, compact: bool) -> None:
+    """A relist (after compaction) that finds garbage under a cached key reports it once and keeps
+    the cached version; one that finds the key deleted reports the deletion."""
     store = private_backend.store
-    await store.create(_binding("default", "bad"))
+    good = await store.create(_binding("default", "bad", n="good"))
     reported: list[str] = []
     informer = Informer(store, registry.RESOURCE_BINDING,
                         on_undecodable=lambda key, error: reported.append(key), compact=compact)
@@ -628,10 +662,22 @@ async def test_relist_reports_a_corrupt_key_once_and_drops_its_object(private_ba
     created = await store.create(_binding("default", "new"))
     await private_backend.compact(int(created.metadata.resource_version))
     async with running(informer):
-        await rec.wait_for(2)
-    assert sorted(rec.seen) == [("ADDED", "new", ""), ("DELETED", "bad", "")]
+        await rec.wait_for(1)
+        assert informer.relists == 1
+        assert informer.get("default/bad") == good
+        assert informer.unreadable() == {"default/bad": BAD_KEY}
+    assert rec.seen == [("ADDED", "new", "")]
     assert reported == [BAD_KEY]
-    assert informer.relists == 1
+
+    await store.delete(registry.RESOURCE_BINDING, "default", "bad")
+    created = await store.create(_binding("default", "newer"))
+    await private_backend.compact(int(created.metadata.resource_version))
+    async with running(informer):
+        await rec.wait_for(3)
+    assert sorted(rec.seen[1:]) == [("ADDED", "newer", ""), ("DELETED", "bad", "good")]
+    assert informer.get("default/bad") is None and informer.unreadable() == {}
+    assert reported == [BAD_KEY]
+    assert informer.relists == 2
 
 
 async def bump_binding(store: ObjectStore, name: str, n: str) -> None:
