@@ -270,6 +270,10 @@ class BindingInfo:
     affinity: AffinityMatcher | None = None
     # That term's overflowAffinities, in order (workloads only).
     overflow: tuple[AffinityMatcher, ...] = field(default=())
+    # Clusters among `evicting` whose task holds the only running copy and that may have the
+    # workload back once they can take it, with the replicas that copy runs
+    # (flotilla.scheduler.placement.returning_clusters).
+    returning: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str:

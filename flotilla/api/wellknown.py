@@ -46,6 +46,9 @@ TRACE_OPENED_FOR_ANNOTATION = "flotilla.io/trace-opened-for"
 # (set by the executor; the eviction service keeps the Directly task, and its state, meanwhile).
 DIRECTLY_PURGE_PENDING_CONDITION = "DirectlyPurgePending"
 
+# The producer of the graceful eviction tasks application failover writes (Karmada's name).
+APPLICATION_FAILOVER_PRODUCER = "ApplicationFailover"
+
 # -- names --------------------------------------------------------------------------------------
 DEFAULT_SCHEDULER = "default-scheduler"
 EXECUTION_NAMESPACE_PREFIX = "karmada-es-"

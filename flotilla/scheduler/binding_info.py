@@ -10,7 +10,7 @@ from datetime import datetime
 
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2
-from flotilla.scheduler.placement import blocked_clusters
+from flotilla.scheduler.placement import blocked_clusters, returning_clusters
 from flotilla.scheduling import AffinityMatcher, BindingInfo
 
 
@@ -28,6 +28,7 @@ def binding_info(binding: Binding, placement: policy_pb2.Placement, now: datetim
         evicting=frozenset(task.from_cluster for task in spec.graceful_eviction_tasks),
         blocked=blocked_clusters(spec, now),
         now=now,
+        returning=returning_clusters(spec, binding.status),
     )
 
 
@@ -36,7 +37,7 @@ def with_affinity(base: BindingInfo, affinity: AffinityMatcher | None,
     return BindingInfo(
         kind=base.kind, namespace=base.namespace, name=base.name, spec=base.spec, status=base.status,
         placement=base.placement, resource=base.resource, targets=base.targets, evicting=base.evicting,
-        blocked=base.blocked, now=base.now, affinity=affinity, overflow=overflow,
+        blocked=base.blocked, now=base.now, affinity=affinity, overflow=overflow, returning=base.returning,
     )
 
 

@@ -197,7 +197,9 @@ class _Plan:
     def _candidate(self, binding: BindingInfo, cluster: ClusterInfo, score: int) -> selection.Candidate:
         # Non-workloads are not estimated: any cluster can hold them.
         available = self.allocatable(cluster.name) if self.workload else MAX_INT32
-        available += binding.targets.get(cluster.name, 0)
+        # What runs there already needs no new room: the current share, or the only copy a
+        # cluster taking the workload back still runs.
+        available += binding.targets.get(cluster.name, 0) or binding.returning.get(cluster.name, 0)
         tier = 0
         if binding.overflow and binding.affinity is not None and not binding.affinity.matches(cluster):
             tier = next((i + 1 for i, term in enumerate(binding.overflow) if term.matches(cluster)), 0)
@@ -219,7 +221,8 @@ class _Plan:
                 names,
                 [(t.name, t.replicas) for t in self.spec.clusters],
                 replicas,
-                {name: self.allocatable(name) for name in names},
+                # The only copy a cluster taking the workload back still runs needs no new room.
+                {name: self.allocatable(name) + binding.returning.get(name, 0) for name in names},
                 aggregated=self.strategy == AGGREGATED,
                 fresh=reschedule_requested(self.spec, binding.status),
                 uid=self.spec.resource.uid,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from flotilla.aggregated_status import DIRECTLY
 from flotilla.api.v1 import policy_pb2, work_pb2
+from flotilla.api.wellknown import APPLICATION_FAILOVER_PRODUCER
 
 DUPLICATED, DIVIDED = "Duplicated", "Divided"
 AGGREGATED, WEIGHTED = "Aggregated", "Weighted"
@@ -93,3 +95,28 @@ def blocked_clusters(spec: work_pb2.ResourceBindingSpec, now: datetime) -> froze
         item.cluster_name for item in spec.active_eviction_history
         if item.creation_timestamp.seconds + block > now_s
     )
+
+
+def returning_clusters(spec: work_pb2.ResourceBindingSpec,
+                       status: work_pb2.ResourceBindingStatus) -> dict[str, int]:
+    """Clusters in graceful eviction tasks that may have the workload back if they can take it,
+    with the replicas the copy there runs.
+
+    While the evicted replicas are placed nowhere, a task whose old copy still runs is kept
+    whatever its age: that copy is the only one (services/eviction/assessment.py, rule 4). Were
+    its cluster kept out of scheduling for as long as the task lasts, the binding would stay
+    placed nowhere once that cluster could run the workload again, waiting for a placement its
+    own task forbids. So with nothing placed, a task whose copy runs (any purge mode but
+    Directly) does not keep its cluster out once what it was evicted for has passed: for an
+    application failover, the application there has reported Healthy since; for a cluster
+    failover, the cluster's own state, which the ClusterEviction filter judges. Placed there
+    again, the task is dropped as re-selected and the running copy is kept as it is.
+    """
+    if spec.clusters:
+        return {}
+    health = {item.cluster_name: item.health for item in status.aggregated_status}
+    return {
+        task.from_cluster: task.replicas for task in spec.graceful_eviction_tasks
+        if task.purge_mode not in DIRECTLY
+        and (task.producer != APPLICATION_FAILOVER_PRODUCER or health.get(task.from_cluster) == "Healthy")
+    }

@@ -39,6 +39,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2, work_pb2
+from flotilla.api.wellknown import APPLICATION_FAILOVER_PRODUCER
 from flotilla.eviction import (
     DIRECTLY,
     GRACEFULLY,
@@ -51,7 +52,7 @@ from flotilla.eviction import (
 )
 
 HEALTHY, UNHEALTHY = "Healthy", "Unhealthy"
-PRODUCER = "ApplicationFailover"
+PRODUCER = APPLICATION_FAILOVER_PRODUCER
 REASON = "ApplicationFailure"
 DEFAULT_TOLERATION_SECONDS = 300
 DEFAULT_GRACE_PERIOD_SECONDS = 600

@@ -43,7 +43,7 @@ from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
 from flotilla.scheduler.framework import Framework, Unfit
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
-from flotilla.scheduler.placement import is_workload
+from flotilla.scheduler.placement import is_workload, returning_clusters
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of, object_key_of
@@ -202,7 +202,8 @@ class BindingScheduler:
         decision = core.schedule(binding, self.clusters.snapshot(), self.framework,
                                  self.options.empty_workload_propagation)
         identity = ledger_key(self.kind.kind, key)
-        before = {t.name: t.replicas for t in binding.spec.clusters}
+        # A cluster taking back the only copy it still runs gains no new replicas to hold.
+        before = returning_clusters(binding.spec, binding.status) | {t.name: t.replicas for t in binding.spec.clusters}
         previous_holds = None
         if decision.ok and decision.clusters is not None:
             # Held before the write is awaited, so decisions made meanwhile see it.

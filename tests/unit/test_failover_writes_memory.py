@@ -111,8 +111,10 @@ async def test_a_task_drop_the_scheduler_has_nothing_to_add_to_is_the_last_write
     """A Duplicated binding evicted from member1 onto its backup term: dropping the task cannot
     bring member1 back (the term it is settled on does not have it), so the drop records the
     new generation as the scheduler would, and the scheduler's own pass on it writes nothing."""
-    for name in ("member1", "member2"):
-        await store.create(cluster(name))
+    failed = cluster("member1")
+    failed.spec.taints.add(key="cluster.karmada.io/not-ready", effect="NoExecute")
+    await store.create(failed)
+    await store.create(cluster("member2"))
     pending = rb("web", {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
                                                {"affinityName": "backup", "clusterNames": ["member2"]}],
                          "replicaScheduling": {"replicaSchedulingType": "Duplicated"}})

@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from flotilla.api import codec
 from flotilla.scheduler import core
 from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.placement import returning_clusters
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 FRAMEWORK = Framework.build("*", installed={})
@@ -16,13 +19,15 @@ DYNAMIC = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Wei
            "weightPreference": {"dynamicWeight": "AvailableReplicas"}}
 
 
-def cluster(name: str, cpu: str = "10", deleting: bool = False, **labels: str) -> Any:
+def cluster(name: str, cpu: str = "10", deleting: bool = False, ready: bool = False, used: str = "0",
+            **labels: str) -> Any:
     data: dict[str, Any] = {
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
         "metadata": {"name": name, "labels": labels},
         "status": {"apiEnablements": [{"groupVersion": "apps/v1",
                                        "resources": [{"name": "deployments", "kind": "Deployment"}]}],
-                   "resourceSummary": {"allocatable": {"cpu": cpu, "pods": "110"}}},
+                   "resourceSummary": {"allocatable": {"cpu": cpu, "pods": "110"}, "allocated": {"cpu": used}},
+                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
     }
     if deleting:
         data["metadata"]["deletionTimestamp"] = "2026-06-01T11:00:00Z"
@@ -143,3 +148,61 @@ def test_a_backup_short_of_room_is_named_in_the_message() -> None:
     assert decision.outcome is core.Outcome.NO_CLUSTER_FIT
     assert decision.message.endswith(
         'clusterAffinities term "backup": Clusters available replicas 2 are not enough to schedule.')
+
+
+def only_copy_on_m1(placement: dict[str, Any], **task: Any) -> Any:
+    """A binding evicted from m1, its only cluster, with nothing placed since: m1's copy (6
+    replicas) is the only one running."""
+    return binding(placement, gracefulEvictionTasks=[
+        {"fromCluster": "m1", "replicas": 6, "purgeMode": "Gracefully", "reason": "TaintUntolerated",
+         "producer": "TaintManager", **task}])
+
+
+def test_the_only_copy_comes_home_once_its_cluster_can_take_it() -> None:
+    only_m1 = {"clusterAffinity": {"clusterNames": ["m1"]}, "replicaScheduling": DYNAMIC}
+    down = schedule(only_copy_on_m1(only_m1), cluster("m1", "6", used="6"))
+    assert (down.outcome, down.clusters) == (core.Outcome.NO_CLUSTER_FIT, [])
+    # Recovered, m1 takes the workload back, though its copy already fills it: the replicas
+    # it runs need no new room.
+    back = schedule(only_copy_on_m1(only_m1), cluster("m1", "6", ready=True, used="6"))
+    assert (back.outcome, back.clusters) == (core.Outcome.SUCCESS, [("m1", 6)])
+    # A Directly task's copy is gone (or going): it ages out, and m1 stays out meanwhile.
+    directly = schedule(only_copy_on_m1(only_m1, purgeMode="Directly"), cluster("m1", "6", ready=True))
+    assert directly.outcome is core.Outcome.NO_CLUSTER_FIT
+
+
+def test_a_task_beside_a_placement_still_keeps_its_cluster_out() -> None:
+    evicted = only_copy_on_m1({"replicaScheduling": DYNAMIC})
+    evicted.spec.clusters.add(name="m2", replicas=6)
+    assert schedule(evicted, cluster("m1", ready=True), cluster("m2", ready=True)).clusters == [("m2", 6)]
+
+
+def test_an_application_failover_copy_comes_home_once_healthy_there() -> None:
+    def evicted(health: str) -> Any:
+        obj = only_copy_on_m1({"clusterAffinity": {"clusterNames": ["m1"]}}, reason="ApplicationFailure",
+                              producer="ApplicationFailover")
+        obj.status.aggregated_status.add(cluster_name="m1", health=health)
+        return obj
+
+    assert schedule(evicted("Unhealthy"), cluster("m1", ready=True)).outcome is core.Outcome.NO_CLUSTER_FIT
+    assert schedule(evicted("Unknown"), cluster("m1", ready=True)).outcome is core.Outcome.NO_CLUSTER_FIT
+    assert schedule(evicted("Healthy"), cluster("m1", ready=True)).clusters == [("m1", 6)]
+
+
+@pytest.mark.parametrize(("clusters", "tasks", "health", "expected"), [
+    ([], [("m1", "Gracefully", "TaintManager", 2)], {}, {"m1": 2}),
+    ([], [("m1", "Never", "ApplicationFailover", 2)], {"m1": "Healthy"}, {"m1": 2}),
+    ([], [("m1", "Gracefully", "ApplicationFailover", 2)], {"m1": "Unhealthy"}, {}),
+    ([], [("m1", "Directly", "TaintManager", 2)], {}, {}),
+    ([], [("m1", "Immediately", "TaintManager", 2)], {}, {}),
+    ([], [("m1", "Gracefully", "TaintManager", 1), ("m2", "Gracefully", "TaintManager", 1)], {},
+     {"m1": 1, "m2": 1}),
+    ([("m2", 2)], [("m1", "Gracefully", "TaintManager", 2)], {}, {}),
+])
+def test_returning_clusters(clusters: list[tuple[str, int]], tasks: list[tuple[str, str, str, int]],
+                            health: dict[str, str], expected: dict[str, int]) -> None:
+    obj = binding({}, clusters=[{"name": n, "replicas": r} for n, r in clusters],
+                  gracefulEvictionTasks=[{"fromCluster": c, "purgeMode": m, "producer": p, "replicas": r}
+                                         for c, m, p, r in tasks],
+                  status={"aggregatedStatus": [{"clusterName": c, "health": h} for c, h in health.items()]})
+    assert returning_clusters(obj.spec, obj.status) == expected

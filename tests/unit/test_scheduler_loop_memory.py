@@ -152,7 +152,13 @@ FAILOVER = {"clusterAffinities": [{"affinityName": "primary", "clusterNames": ["
 
 
 async def evict_from_member1(store: MemoryStore) -> None:
-    """What the eviction service does when member1 fails: take it out, leave a task."""
+    """What the taint manager does when member1 fails: taint it, take it out, leave a task."""
+    def fail(obj: Any) -> bool:
+        obj.spec.taints.add(key="cluster.karmada.io/not-ready", effect="NoExecute")
+        return True
+
+    await store.mutate(registry.CLUSTER, "", "member1", fail)
+
     def evict(obj: Any) -> bool:
         del obj.spec.clusters[:]
         obj.spec.graceful_eviction_tasks.add(from_cluster="member1", reason="TaintUntolerated", producer="test")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,9 +36,12 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def info(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
-         apis: bool = True, **spec: Any) -> ClusterInfo:
-    status = {"apiEnablements": [{"groupVersion": "apps/v1",
-                                  "resources": [{"name": "deployments", "kind": "Deployment"}]}]} if apis else {}
+         apis: bool = True, ready: bool = False, **spec: Any) -> ClusterInfo:
+    status: dict[str, Any] = {"apiEnablements": [{"groupVersion": "apps/v1",
+                                                  "resources": [{"name": "deployments", "kind": "Deployment"}]}]
+                              } if apis else {}
+    if ready:
+        status["conditions"] = [{"type": "Ready", "status": "True"}]
     cluster = codec.from_dict({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
                                "metadata": {"name": name, "labels": labels or {}},
                                "spec": {**spec, "taints": taints or []}, "status": status})
@@ -46,14 +50,15 @@ def info(name: str, labels: dict[str, str] | None = None, taints: list[dict[str,
 
 def unit(placement: dict[str, Any] | None = None, targets: dict[str, int] | None = None,
          evicting: frozenset[str] = frozenset(), blocked: frozenset[str] = frozenset(),
-         affinity: Any = None) -> BindingInfo:
+         affinity: Any = None, returning: dict[str, int] | None = None) -> BindingInfo:
     parsed = codec.parse_as(policy_pb2.Placement, placement or {})
     assert isinstance(parsed, policy_pb2.Placement)
     return BindingInfo(kind="ResourceBinding", namespace="default", name="web-deployment",
                        spec=work_pb2.ResourceBindingSpec(), status=work_pb2.ResourceBindingStatus(),
                        placement=parsed, resource=("apps/v1", "Deployment"), targets=targets or {},
                        evicting=evicting, blocked=blocked, now=NOW,
-                       affinity=AffinityMatcher(affinity) if affinity is not None else None)
+                       affinity=AffinityMatcher(affinity) if affinity is not None else None,
+                       returning=returning or {})
 
 
 def affinity(data: dict[str, Any]) -> policy_pb2.ClusterAffinity:
@@ -115,6 +120,12 @@ def test_label_selector_matches() -> None:
 TAINTED = info("t", taints=[{"key": "maintenance", "value": "planned", "effect": "NoSchedule"}])
 EXECUTE = info("x", taints=[{"key": "cluster.karmada.io/not-ready", "effect": "NoExecute"}])
 PREFER = info("p", taints=[{"key": "soft", "effect": "PreferNoSchedule"}])
+# m1, evicted from, holding the only copy (`returning`), as it recovers.
+RECOVERED = info("m1", ready=True)
+STILL_DOWN = info("m1")
+STILL_TAINTED = info("m1", ready=True, taints=[{"key": "cluster.karmada.io/not-ready", "effect": "NoExecute"}])
+MANUAL_TAINT = info("m1", ready=True, taints=[{"key": "maintenance", "effect": "NoExecute"}])
+ONLY_COPY = {"evicting": frozenset({"m1"}), "returning": {"m1": 2}}
 
 
 @pytest.mark.parametrize(("plugin", "binding", "cluster", "reason"), [
@@ -144,6 +155,21 @@ PREFER = info("p", taints=[{"key": "soft", "effect": "PreferNoSchedule"}])
     (ClusterEviction(), unit(blocked=frozenset({"m1"})), AWS,
      "cluster(s) recently failed this application (blockPredecessorSeconds)"),
     (ClusterEviction(), unit(evicting=frozenset({"m9"})), AWS, None),
+    # A task holding the only copy keeps its cluster out until that cluster can take it again.
+    (ClusterEviction(), unit(**ONLY_COPY), RECOVERED, None),
+    (ClusterEviction(), unit(evicting=frozenset({"m1"})), RECOVERED, "cluster(s) is in the process of eviction"),
+    (ClusterEviction(), unit(**ONLY_COPY), STILL_DOWN, "cluster(s) is in the process of eviction"),
+    (ClusterEviction(), unit(**ONLY_COPY), replace(RECOVERED, deleting=True),
+     "cluster(s) is in the process of eviction"),
+    (ClusterEviction(), unit(**ONLY_COPY), STILL_TAINTED, "cluster(s) is in the process of eviction"),
+    (ClusterEviction(), unit(**ONLY_COPY), MANUAL_TAINT, "cluster(s) is in the process of eviction"),
+    (ClusterEviction(), unit({"clusterTolerations": [{"key": "maintenance", "operator": "Exists",
+                                                      "tolerationSeconds": 60}]}, **ONLY_COPY), MANUAL_TAINT,
+     "cluster(s) is in the process of eviction"),
+    (ClusterEviction(), unit({"clusterTolerations": [{"key": "maintenance", "operator": "Exists"}]}, **ONLY_COPY),
+     MANUAL_TAINT, None),
+    (ClusterEviction(), unit(blocked=frozenset({"m1"}), **ONLY_COPY), RECOVERED,
+     "cluster(s) recently failed this application (blockPredecessorSeconds)"),
 ])
 def test_filters(plugin: Any, binding: BindingInfo, cluster: ClusterInfo, reason: str | None) -> None:
     result = plugin.filter(binding, cluster)
