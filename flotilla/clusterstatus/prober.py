@@ -20,6 +20,7 @@ from flotilla.clusterstatus.observation import READY, ReadyObservation, client_f
 from flotilla.clusterstatus.thresholds import Thresholds, ThresholdState, filter_ready
 from flotilla.member import MemberError
 from flotilla.runtime.clock import Clock
+from flotilla.store.errors import StoreError
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,10 @@ class ClusterProber:
         client: Member | None = None
         try:
             client = await connect()
+        except StoreError:
+            # The plane could not read the member's Secret (it does not decode, etcd is away):
+            # that says nothing of the member, so it is no failure, and no probe is made.
+            raise
         except Exception as e:  # whatever stops a client being built obeys the threshold too
             error = str(e) or type(e).__name__
             observed = client_failure(error)

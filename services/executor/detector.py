@@ -60,7 +60,12 @@ POLICY_OWNED_SPEC_FIELDS = (
 
 
 def _candidates(policies: Informer[P], index_keys: list[str]) -> list[P]:
-    """The policies that can select a template (`policy_match.selector_index`), each once."""
+    """The policies that can select a template (`policy_match.selector_index`), each once.
+
+    Undecodable while some stored policy never decoded: it may be the one that claims the
+    template, and a choice made without it could hand the binding to another policy (and move
+    it) or unclaim it. The template waits for that policy to read, or to be deleted."""
+    policies.check_complete()
     found: dict[str, P] = {}
     for value in index_keys:
         for policy in policies.by_index(SELECTOR_INDEX, value):

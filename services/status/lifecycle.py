@@ -59,20 +59,22 @@ class ClusterLifecycleReconciler:
         return None
 
     async def _still_in_use(self, name: str) -> bool:
-        works = (await self.store.list(registry.WORK, execution_namespace(name))).items
+        listed = await self.store.list(registry.WORK, execution_namespace(name))
+        works = listed.items
         for work in works:
             if not work.metadata.HasField("deletion_timestamp"):
                 try:
                     await self.store.delete(registry.WORK, work.metadata.namespace, work.metadata.name)
                 except NotFound:
                     continue
-        if works:
+        # A value that does not decode may be a Work in its namespace, or a binding on it.
+        if works or listed.undecodable:
             return True
         for binding_kind in BINDING_KINDS:
             kind: ResourceType[Binding] = binding_kind.resource_type
-            for binding in (await self.store.list(kind)).items:
-                if any(target.name == name for target in binding.spec.clusters):
-                    return True
+            bindings = await self.store.list(kind)
+            if bindings.undecodable or any(target.name == name for b in bindings.items for target in b.spec.clusters):
+                return True
         return False
 
 

@@ -8,6 +8,7 @@ ticks for every cluster (`until_next_probe`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -20,10 +21,12 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.clusterstatus.push_members import PushMembers
 from flotilla.runtime.controller import Result
-from flotilla.store import ObjectStore
+from flotilla.store import ObjectStore, StoreError
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.status.metrics import CLUSTER_SYNC_STATUS_DURATION
+
+log = logging.getLogger(__name__)
 
 PUSH, PULL = "Push", "Pull"
 
@@ -67,8 +70,14 @@ class PushStatusReconciler:
         clock = self.prober.clock
         at = clock.now() - timedelta(seconds=since_tick(clock.monotonic(), self.frequency))
         with CLUSTER_SYNC_STATUS_DURATION.labels(name).time():
-            update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster), collect=False,
-                                             at=at)
+            try:
+                update = await self.prober.probe(name, cluster.status, lambda: self.members.get(cluster),
+                                                 collect=False, at=at)
+            except StoreError as e:
+                # Its Secret could not be read: the member is not probed (its Ready stays as it
+                # is) until it can be, tried again at the next tick.
+                log.warning("event=probe-skipped cluster=%s error=%s", name, e)
+                return Result(requeue_after=until_next_probe(clock.monotonic(), self.frequency))
             # Most probes change nothing: judged against the informer's copy, they cost etcd no
             # read. A copy behind etcd only delays a write to the next probe.
             if update.changes(cluster.status):

@@ -93,6 +93,9 @@ class ClusterTaintReconciler:
         cluster = self.clusters.get(key)
         if cluster is None:
             return None
+        # A ClusterTaintPolicy stored but never readable decides taints too (without any policy,
+        # the timeout's NoExecute taint is automatic): the cluster waits for it to read.
+        self.policies.check_complete()
         now = self.clock.now()
         auto = self.auto_no_execute()
         policies = self.policies.list() if self.config.failover_gate else []

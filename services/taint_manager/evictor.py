@@ -42,7 +42,7 @@ from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
-from flotilla.store import NotFound, ObjectStore
+from flotilla.store import NotFound, ObjectStore, Undecodable
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.taint_manager.protection import EvictionProtection
@@ -136,7 +136,10 @@ class BindingEvictionReconciler:
         wake: float | None = None
         tolerations = binding.spec.placement.cluster_tolerations
         for target in binding.spec.clusters:
-            cluster = self.clusters.get(target.name)
+            try:
+                cluster = self.clusters.get(target.name)
+            except Undecodable:
+                continue  # unknown: nothing says it must be left, and the others are decided apart
             if cluster is None:
                 continue
             verdict = assess_cluster(cluster, tolerations, now)

@@ -64,7 +64,9 @@ class TaintManager:
             return
         if event.type is EventType.DELETED or routing.needs_no_evicting(event.obj):
             self.protection.release(event.obj.metadata.name)
-        self._protection_changed = self.protection.observe(self.clusters.list(), complete=self.clusters.synced)
+        # A cluster stored but never readable is missing from the list: not all there are.
+        self._protection_changed = self.protection.observe(
+            self.clusters.list(), complete=self.clusters.synced and not self.clusters.unknown())
 
     async def run(self) -> None:
         """Until cancelled."""
