@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -27,6 +28,7 @@ from flotilla.store.events import EventRecorder
 from flotilla.tls import peer_identity
 from services.rpc import abort
 from services.webhook.admission import UNCHANGED, Admission, Outcome, Review
+from services.webhook.metrics import WEBHOOK_REQUESTS
 
 log = logging.getLogger(__name__)
 SERVICE = webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name
@@ -178,19 +180,37 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
 
 
 
+Answer = TypeVar("Answer", webhook_pb2.AdmissionResponse, webhook_pb2.DeleteResponse)
+
+
+def counted(webhook: str, method: Callable[[Any, grpc.aio.ServicerContext], Awaitable[Answer]]
+            ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Answer]]:
+    """An RPC method that counts its answers in flotilla_webhook_requests_total."""
+    async def handler(request: Any, context: grpc.aio.ServicerContext) -> Answer:
+        try:
+            response = await method(request, context)
+        except BaseException:
+            WEBHOOK_REQUESTS.labels(webhook, "error").inc()
+            raise
+        allowed = not isinstance(response, webhook_pb2.AdmissionResponse) or response.allowed
+        WEBHOOK_REQUESTS.labels(webhook, "allowed" if allowed else "denied").inc()
+        return response
+    return handler
+
+
 def add_to_server(servicer: WebhookServicer, server: grpc.aio.Server) -> None:
     """The generated registration, but an AdmissionRequest that does not parse reaches the
     servicer as Undecodable, to be answered with a violation rather than an UNKNOWN status."""
     admission = {
         name: grpc.unary_unary_rpc_method_handler(
-            getattr(servicer, name),
+            counted(name.lower(), getattr(servicer, name)),
             request_deserializer=parse_request,
             response_serializer=webhook_pb2.AdmissionResponse.SerializeToString,
         )
         for name in ("Apply", "Default", "Validate")
     }
     delete = grpc.unary_unary_rpc_method_handler(
-        servicer.Delete,
+        counted("delete", servicer.Delete),
         request_deserializer=webhook_pb2.DeleteRequest.FromString,
         response_serializer=webhook_pb2.DeleteResponse.SerializeToString,
     )
