@@ -16,11 +16,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flotilla.benchmarks import failover
 
+SMOKE = {"clusters": 3, "bindings": 6, "failure_threshold": "1s", "timeout": 120.0}
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     failover.add_arguments(parser)
-    return failover.main(parser.parse_args())
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
+    args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
+    return failover.main(args)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """What refusing each hostile document costs (tests/hostile_documents.py); prints one JSON object.
 
 Per document, as `flotillactl apply -f` reads it and admission checks what it read:
-- seconds:   CPU time, the best of three runs without tracing
+- seconds:   CPU time, the best of `--runs` (three) runs without tracing
 - peak_mib:  the peak of memory allocated while doing it once more under tracemalloc
 - line:      the one line the user gets
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -22,6 +23,8 @@ from flotilla.cli.errors import CLIError
 from tests.hostile_documents import HOSTILE
 from tests.property.strategies import pure_admission, request_for
 
+SMOKE = {"runs": 1}
+
 
 def refuse(path: Path) -> str:
     try:
@@ -32,13 +35,20 @@ def refuse(path: Path) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per document, the best kept")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
+    args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for case in HOSTILE:
             path = Path(tmp) / f"{case.name}.yaml"
             path.write_bytes(case.text())
             runs = []
-            for _ in range(3):
+            for _ in range(args.runs):
                 started = time.process_time()
                 line = refuse(path)
                 runs.append(time.process_time() - started)

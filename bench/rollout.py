@@ -50,6 +50,7 @@ from flotilla.store.embedded import free_port  # noqa: E402
 
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"
+SMOKE = {"clusters": 1, "deployments": 2, "timeout": 120.0, "node_pods": 10}
 
 
 def deployment(i: int) -> dict[str, Any]:
@@ -284,7 +285,11 @@ def main() -> None:
                         help="the simulator's event loop (python -m sim --loop)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     parser.add_argument("--reference", default="", help=argparse.SUPPRESS)  # the prober's idle reference
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     if args.probe:
         asyncio.run(probe(targets(Path(args.probe)), targets(Path(args.reference))[0],
                           args.probe_interval))

@@ -39,6 +39,8 @@ GROUPS = 10
 FAILED = "member-000"
 # No binding change for this long means the scheduler is done with the backlog.
 QUIET_S = 0.5
+# Two clusters in each of the GROUPS groups, so that every kind of placement can be met.
+SMOKE = {"clusters": 2 * GROUPS, "bindings": 20}
 
 
 def cluster(i: int) -> Any:
@@ -232,7 +234,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--bindings", type=int, default=10_000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     with tempfile.TemporaryDirectory() as tmp:
         print(json.dumps(asyncio.run(bench(args.clusters, args.bindings, Path(tmp)))))
 

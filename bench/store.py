@@ -24,6 +24,8 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.store import EventType, Informer, Store
 from flotilla.store.embedded import EmbeddedEtcd
 
+SMOKE = {"objects": 20, "concurrency": 2, "updates": 2}
+
 
 def cluster(name: str) -> cluster_pb2.Cluster:
     c = cluster_pb2.Cluster(api_version="cluster.karmada.io/v1alpha1", kind="Cluster")
@@ -97,7 +99,11 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--updates", type=int, default=40, help="CAS updates per writer")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     print(json.dumps(asyncio.run(bench(args.objects, args.concurrency, args.updates))))
 
 

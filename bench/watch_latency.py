@@ -41,6 +41,7 @@ from sim import SimServer  # noqa: E402
 from sim.catalog import builtin  # noqa: E402
 
 DEPLOYMENT = builtin("Deployment")
+SMOKE = {"clusters": 1, "deployments": 1, "changes": 2}
 
 
 def deployment(name: str) -> dict[str, Any]:
@@ -147,7 +148,11 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=3)
     parser.add_argument("--deployments", type=int, default=100, help="Works (one Deployment each) per cluster")
     parser.add_argument("--changes", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
     args = parser.parse_args()
+    if args.smoke:
+        vars(args).update(SMOKE)
     logging.disable(logging.WARNING)  # Works retried while their cluster is joining are expected
     with tempfile.TemporaryDirectory(prefix="flotilla-watch-latency-") as tmp:
         print(json.dumps(asyncio.run(bench(args.clusters, args.deployments, args.changes, Path(tmp)))))
