@@ -43,6 +43,12 @@ def conflict(t: ResourceType, name: str) -> ApiError:
                     "modified; please apply your changes to the latest version and try again", _details(t, name))
 
 
+def precondition_failed(t: ResourceType, name: str, field: str, wanted: str, found: str) -> ApiError:
+    """A DeleteOptions precondition (uid, resourceVersion) the object does not meet."""
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {t.qualified} "{name}": Precondition failed: '
+                    f"{field} in precondition: {wanted}, {field} in object meta: {found}", _details(t, name))
+
+
 def invalid(t: ResourceType, name: str, message: str) -> ApiError:
     return ApiError(422, "Invalid", f'{t.kind} "{name}" is invalid: {message}', _details(t, name))
 

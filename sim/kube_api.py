@@ -122,6 +122,8 @@ async def _dispatch(request: web.Request, cluster: SimCluster, path: str) -> web
     if request.query.get("dryRun"):  # refused rather than ignored: a dry run must not write
         raise errors.bad_request("dryRun is not supported by the simulator")
     body = await _body(request) if method in ("POST", "PUT", "PATCH") else None
+    if method == "DELETE":
+        return _delete(request, cluster, target, await _body(request))
     warnings = [] if body is None else schemas.check_fields(
         target.type, body, request.query.get("fieldValidation"), target.subresource, _crd(cluster, target.type),
         patch=method == "PATCH")
@@ -138,8 +140,6 @@ def _write(request: web.Request, cluster: SimCluster, target: Target, body: Any)
         if target.namespace is None and t.namespaced:
             raise errors.method_not_allowed(method, t.qualified)
         return json_response(state.create(t, namespace, body), 201)
-    if method == "DELETE" and name is None:
-        return json_response(state.delete_collection(t, target.namespace, request.query.get("labelSelector")))
     if name is None:
         raise errors.method_not_allowed(method, t.qualified)
     if sub == "scale" and method in ("PUT", "PATCH"):
@@ -150,9 +150,19 @@ def _write(request: web.Request, cluster: SimCluster, target: Target, body: Any)
         obj, created = state.patch(t, namespace, name, body, _media_type(request), request.query.get("fieldManager"),
                                    status_only=sub == "status")
         return json_response(obj, 201 if created else 200)
-    if method == "DELETE" and sub is None:
-        return json_response(state.delete(t, namespace, name))
     raise errors.method_not_allowed(method, f"{t.qualified}/{sub}" if sub else t.qualified)
+
+
+def _delete(request: web.Request, cluster: SimCluster, target: Target, options: Any) -> web.Response:
+    """DELETE of one object or a collection; `options` is the body, a DeleteOptions (or nothing)."""
+    if not isinstance(options, dict):
+        raise errors.bad_request("the body of the request must be a DeleteOptions object")
+    t, state = target.type, cluster.state
+    if target.name is None:
+        return json_response(state.delete_collection(t, target.namespace, request.query.get("labelSelector")))
+    if target.subresource is not None:
+        raise errors.method_not_allowed("DELETE", f"{t.qualified}/{target.subresource}")
+    return json_response(state.delete(t, target.namespace or "", target.name, options))
 
 
 def _get(request: web.Request, cluster: SimCluster, target: Target) -> web.Response:

@@ -129,10 +129,12 @@ class ObjectStore:
             body = copy.deepcopy(body)
             body["metadata"] = {**metadata, "name": name}
             return self.create(t, namespace, body), True
+        _check_version(t, live, metadata)
         return self._write(t, live, apply_onto(live, body, keep_status=t.has_status)), False
 
     def merge(self, t: ResourceType, namespace: str, name: str, patch: Obj, status_only: bool = False) -> Obj:
         live = self.require(t, namespace, name)
+        _check_version(t, live, patch.get("metadata"))
         patched = merge_patch(live, patch)
         if status_only:
             new = copy.deepcopy(live)
@@ -146,9 +148,15 @@ class ObjectStore:
                 new.pop("status", None)
         return self._write(t, live, new)
 
-    def delete(self, t: ResourceType, namespace: str, name: str) -> tuple[Obj, bool]:
-        """(object, gone): an object with finalizers is only marked for deletion."""
+    def delete(self, t: ResourceType, namespace: str, name: str,
+               preconditions: dict[str, Any] | None = None) -> tuple[Obj, bool]:
+        """(object, gone): an object with finalizers is only marked for deletion. `preconditions`
+        (DeleteOptions') uid and resourceVersion must match the object's, or nothing is deleted (409)."""
         live = self.require(t, namespace, name)
+        for key, field in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            wanted = (preconditions or {}).get(key)
+            if wanted and wanted != live["metadata"].get(key):
+                raise errors.precondition_failed(t, name, field, str(wanted), str(live["metadata"].get(key, "")))
         if live["metadata"].get("finalizers"):
             if "deletionTimestamp" not in live["metadata"]:
                 live["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
@@ -291,6 +299,14 @@ class ObjectStore:
         sent = metadata.get("name")
         if sent and sent != name:
             raise errors.bad_request(f"the name of the object ({sent}) does not match the name on the URL ({name})")
+
+
+def _check_version(t: ResourceType, live: Obj, metadata: Any) -> None:
+    """A patch that names a resourceVersion applies only to that version (409 otherwise), as an
+    update does: a client's optimistic lock."""
+    sent = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    if sent and sent != live["metadata"]["resourceVersion"]:
+        raise errors.conflict(t, live["metadata"]["name"])
 
 
 def list_item(t: ResourceType, obj: Obj) -> Obj:

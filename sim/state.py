@@ -118,8 +118,10 @@ class ClusterState:
         raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
                               f"accepted media types include: {APPLY_PATCH}, {', '.join(MERGE_PATCHES)}")
 
-    def delete(self, t: ResourceType, namespace: str, name: str) -> Obj:
-        obj, gone = self.store.delete(t, namespace, name)
+    def delete(self, t: ResourceType, namespace: str, name: str, options: Obj | None = None) -> Obj:
+        """`options`: the request's DeleteOptions (only `preconditions` is heeded)."""
+        preconditions = (options or {}).get("preconditions")
+        obj, gone = self.store.delete(t, namespace, name, preconditions if isinstance(preconditions, dict) else None)
         if not gone:
             return copy.deepcopy(obj)
         self._removed(t, obj)

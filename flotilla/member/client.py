@@ -149,8 +149,14 @@ class MemberClient:
     async def list_pods(self) -> list[dict[str, Any]]:
         return await self._list_path("/api/v1/pods", "v1", "Pod", "list pods")
 
-    async def apply(self, obj: dict[str, Any], field_manager: str = "flotilla") -> dict[str, Any]:
-        """Server-side apply with force=true: `obj` becomes what `field_manager` owns."""
+    async def apply(self, obj: dict[str, Any], field_manager: str = "flotilla",
+                    resource_version: str | None = None) -> dict[str, Any]:
+        """Server-side apply with force=true: `obj` becomes what `field_manager` owns.
+
+        `resource_version`: apply only onto that version of an existing object; the API server
+        answers 409 Conflict (MemberError status 409) when the object has changed since (a
+        resourceVersion in a patch is a precondition). Not for creating: servers differ on an
+        apply that creates with one set (some create, some answer 500)."""
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         metadata = obj.get("metadata") or {}
         name = metadata.get("name")
@@ -158,6 +164,8 @@ class MemberClient:
             raise ValueError("apply needs apiVersion, kind and metadata.name")
         resource = await self._resource(api_version, kind)
         namespace = (metadata.get("namespace") or "default") if resource.namespaced else ""
+        if resource_version:
+            obj = {**obj, "metadata": {**metadata, "resourceVersion": resource_version}}
         return await self._request(
             "PATCH", _object_path(resource, namespace, name), f"apply {kind} {_key(namespace, name)}",
             query=[("fieldManager", field_manager), ("force", "true")],
@@ -239,11 +247,18 @@ class MemberClient:
         obj.setdefault("kind", kind)
         return WatchEvent(type_, obj)
 
-    async def delete(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
-        """Delete with background propagation (dependents go after the owner); False if absent."""
+    async def delete(self, api_version: str, kind: str, namespace: str, name: str,
+                     preconditions: dict[str, str] | None = None) -> bool:
+        """Delete with background propagation (dependents go after the owner); False if absent.
+
+        `preconditions` ({"uid": ..., "resourceVersion": ...}, DeleteOptions.preconditions): delete
+        only that object at that version; otherwise the server answers 409 Conflict (MemberError
+        status 409) and deletes nothing."""
         resource = await self._resource(api_version, kind)
         namespace = namespace if resource.namespaced else ""
-        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
         try:
             await self._request("DELETE", _object_path(resource, namespace, name),
                                 f"delete {kind} {_key(namespace, name)}", body=options)
