@@ -45,7 +45,7 @@ from flotilla.scheduler.framework import Framework, Unfit
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
 from flotilla.scheduler.placement import is_workload, returning_clusters
 from flotilla.scheduling import AffinityMatcher, ClusterInfo
-from flotilla.store import Conflict, NotFound, ObjectStore
+from flotilla.store import Conflict, NotFound, ObjectStore, Undecodable
 from flotilla.store.base import copy_of, object_key_of
 from flotilla.store.events import NORMAL, WARNING, EventQueue
 from flotilla.store.informer import EventType, Informer
@@ -100,6 +100,9 @@ class ClusterView:
         self._snapshot = None
 
     def snapshot(self) -> core.Snapshot:
+        """Undecodable while a cluster is stored but was never readable: a decision without it
+        could move a binding off it, or place one elsewhere for want of it."""
+        self.informer.check_complete()
         return replace(self._current(), now=self.clock.now())
 
     @property
@@ -130,6 +133,9 @@ class ClusterView:
 
 # How soon a binding whose result lost a compare-and-swap is looked at again.
 CONFLICT_REQUEUE_SECONDS = 0.1
+# How soon a binding that waits for a cluster whose stored value does not decode is looked at
+# again (the cluster's good value brings no event to a binding that is not on it yet).
+UNREADABLE_CLUSTER_REQUEUE_SECONDS = 5.0
 
 
 class BindingScheduler:
@@ -199,8 +205,12 @@ class BindingScheduler:
 
     async def _schedule(self, key: str, binding: Binding, trigger: Trigger) -> Result | None:
         started = time.perf_counter()
-        decision = core.schedule(binding, self.clusters.snapshot(), self.framework,
-                                 self.options.empty_workload_propagation)
+        try:
+            snapshot = self.clusters.snapshot()
+        except Undecodable as e:
+            log.warning("event=schedule-waits binding=%s reason=UnreadableCluster error=%s", key, e)
+            return Result(requeue_after=UNREADABLE_CLUSTER_REQUEUE_SECONDS)
+        decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation)
         identity = ledger_key(self.kind.kind, key)
         # A cluster taking back the only copy it still runs gains no new replicas to hold.
         before = returning_clusters(binding.spec, binding.status) | {t.name: t.replicas for t in binding.spec.clusters}
