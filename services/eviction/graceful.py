@@ -37,7 +37,7 @@ from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, context_from, fa
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.task_drop import Carry, carry_after_drop, record_carry
 from flotilla.scheduling import ClusterInfo
-from flotilla.store import ObjectStore
+from flotilla.store import ObjectStore, Undecodable
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -219,8 +219,11 @@ class GracefulEvictionReconciler:
         return ClusterInfo.from_cluster(cluster) if cluster is not None else None
 
     def _fault_time(self, cluster: str) -> datetime | None:
-        """When the cluster left Ready, while it has not come back."""
-        obj = self.clusters.get(cluster) if self.clusters is not None else None
+        """When the cluster left Ready, while it has not come back (None when not known)."""
+        try:
+            obj = self.clusters.get(cluster) if self.clusters is not None else None
+        except Undecodable:
+            return None  # for a trace only: the closing of the failover is not held up for it
         ready = get_condition(obj.status.conditions, "Ready") if obj is not None else None
         if ready is None or ready.status == TRUE or not ready.HasField("last_transition_time"):
             return None
