@@ -5,10 +5,12 @@ K members joined in Push mode; N Deployments applied through the webhook, each w
 PropagationPolicy of two ordered clusterAffinities terms (its primary cluster, then one backup),
 so that the victim cluster holds exactly the affected bindings and each of them has one
 known place to go. Once every workload is Healthy and the services have written the Events they
-had queued, the victim is taken down (the simulator's `down` fault) and every affected binding is
-followed through its stages from the victim's NoExecute taint: evicted (the victim out of
-spec.clusters, a graceful eviction task in), rescheduled (placed on its backup, the scheduler
-caught up), Healthy there, and its task dropped.
+had queued, the victim is failed (the simulator's `down` fault, connections dropped, or
+`unreachable`, requests held until the prober's timeout) and every affected binding is followed
+through its stages from the victim's NoExecute taint: evicted (the victim out of spec.clusters, a
+graceful eviction task in), rescheduled (placed on its backup, the scheduler caught up), Healthy
+there, and its task dropped. A figure is only what was observed: a stage's times and the total are
+null unless every affected binding was seen through every stage.
 
 Waits that only configure Flotilla are set to their least (no NoExecute delay to speak of, zero
 toleration, a pod ready as soon as it runs) so the figures are Flotilla's own; the failure
@@ -31,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ from flotilla.benchmarks.resources import (
 )
 from flotilla.benchmarks.stats import summary
 from flotilla.profiles import PROFILES
+from flotilla.runtime.flags import duration
 from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
@@ -60,8 +63,13 @@ NAMESPACE = "bench"
 PAIR_LABEL = "bench-pair"
 SWEEP = (10, 100, 1000)
 STAGES = ("evicted", "rescheduled", "healthy", "task_dropped")
+# How the victim fails, as the simulator's admin API names it: `down` drops every connection at
+# once; `unreachable` holds every request, so each probe waits out the probe timeout.
+FAULTS = ("down", "unreachable")
 # A backlog of 1,000 Events per service is written within 20 s at the default --event-qps.
 EVENTS_SETTLE_TIMEOUT = 60.0
+# The write-counting watch is behind etcd by its delivery queue at most; a minute means it broke.
+WRITES_CATCH_UP_TIMEOUT = 60.0
 
 # The least each configured wait can be; what is left is Flotilla's own time.
 FAST_WAITS = {
@@ -174,6 +182,13 @@ class Followed:
 
     victim: str
     at: dict[str, float] = field(default_factory=dict)
+    # Its task went while its new placement was not yet seen Healthy: the old copy was deleted
+    # with no new one running, which a failover must never do.
+    dropped_before_healthy: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return all(stage in self.at for stage in STAGES)
 
     def see(self, rb: work_pb2.ResourceBinding, now: float) -> None:
         targets = [t.name for t in rb.spec.clusters]
@@ -189,6 +204,24 @@ class Followed:
             self.at["healthy"] = now
         if "task_dropped" not in self.at and not tasked:
             self.at["task_dropped"] = now
+            self.dropped_before_healthy = "healthy" not in self.at
+
+
+def stage_report(followed: Iterable[Followed], taint: float | None) -> dict[str, Any]:
+    """Each stage's p50/p99/max in seconds from the taint, and `total_s`, the taint to the last
+    stage any binding reached; all null unless the taint was seen and every binding was seen
+    through every stage, since a figure over the bindings that got there leaves out the slowest.
+    `reached` says how many got to each stage, and `dropped_before_healthy` how many lost their
+    task before their new placement was Healthy (it must be 0)."""
+    bindings = list(followed)
+    complete = taint is not None and all(f.complete for f in bindings)
+    stages: dict[str, Any] = {}
+    for stage in STAGES:
+        times = [f.at[stage] - taint for f in bindings] if complete and taint is not None else []
+        stages[stage] = {**summary(times), "reached": sum(stage in f.at for f in bindings)}
+    last = max((t for f in bindings for t in f.at.values()), default=None) if complete else None
+    return {"stages_complete": complete, "stages_from_taint_s": stages, "total_s": _rounded(last, taint),
+            "dropped_before_healthy": sum(f.dropped_before_healthy for f in bindings)}
 
 
 @dataclass
@@ -231,7 +264,8 @@ class Watcher:
 
     @property
     def done(self) -> bool:
-        return all("task_dropped" in f.at for f in self.followed.values())
+        # Every stage, not only the last: a task dropped early leaves its binding to turn Healthy.
+        return all(f.complete for f in self.followed.values())
 
 
 # -- the plane ---------------------------------------------------------------------------------
@@ -308,6 +342,7 @@ class Options:
     keep_logs: Path | None = None
     probe_interval: float = 0.05
     concurrency: int = 16
+    fault: str = "down"
 
 
 async def apply_all(store: Store, docs: list[dict[str, Any]], concurrency: int) -> None:
@@ -353,8 +388,41 @@ def failover_part(rb: work_pb2.ResourceBinding) -> bytes:
     return copy.SerializeToString(deterministic=True)
 
 
+@dataclass
+class Writes:
+    """The writes one watch has seen, by resource, and the last revision it has read."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    revision: int = 0
+    closed: bool = False
+    moved: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def read(self, revision: int) -> None:
+        self.revision = revision
+        self.moved.set()
+
+    async def reach(self, revision: int, timeout: float) -> bool:
+        """Whether the watch read up to `revision` (etcd's at the end) within `timeout`: only
+        then are the counts every write up to it."""
+        deadline = time.monotonic() + timeout
+        while self.revision < revision and not self.closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.moved.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.moved.wait(), remaining)
+        return self.revision >= revision
+
+
+async def current_revision(store: Store) -> int:
+    """etcd's revision now, from the header of a read of a prefix nothing is under."""
+    got: Any = await store.client.get_prefix((keys.ETCD_ROOT + "/-bench-revision-/").encode())
+    return int(got.header.revision)
+
+
 async def follow_writes(store: Store, revision: int, affected: dict[str, work_pb2.ResourceBinding],
-                        counts: Counter[str], see: Callable[[str, work_pb2.ResourceBinding], None]) -> None:
+                        writes: Writes, see: Callable[[str, work_pb2.ResourceBinding], None]) -> None:
     """Every write to etcd under Flotilla's root from `revision` on, counted by resource, in one
     watch. The affected bindings (etcd key -> the version before) are decoded once each write:
     handed to `see`, and their writes split into the failover's own and the executor's reports of
@@ -363,24 +431,34 @@ async def follow_writes(store: Store, revision: int, affected: dict[str, work_pb
     machine it shares with the plane than any figure needs."""
     rt = registry.RESOURCE_BINDING
     last = {key: failover_part(rb) for key, rb in affected.items()}
-    async for event in store.watch(keys.ETCD_ROOT + "/", revision + 1):
-        resource = event.key.split("/")[2] if event.key.count("/") >= 2 else event.key
-        counts[resource + (":delete" if event.kind == WatchKind.DELETE else "")] += 1
-        if event.key in last and event.kind == WatchKind.PUT:
-            rb = store.decode(rt, event.value, event.revision, event.key)
-            see(event.key, rb)
-            now = failover_part(rb)
-            counts["affected_bindings:failover" if now != last[event.key] else "affected_bindings:work_status"] += 1
-            last[event.key] = now
+    counts = writes.counts
+    writes.read(revision)
+    try:
+        async for event in store.watch(keys.ETCD_ROOT + "/", revision + 1):
+            resource = event.key.split("/")[2] if event.key.count("/") >= 2 else event.key
+            counts[resource + (":delete" if event.kind == WatchKind.DELETE else "")] += 1
+            if event.key in last and event.kind == WatchKind.PUT:
+                rb = store.decode(rt, event.value, event.revision, event.key)
+                see(event.key, rb)
+                now = failover_part(rb)
+                counts["affected_bindings:failover" if now != last[event.key] else "affected_bindings:work_status"] += 1
+                last[event.key] = now
+            writes.read(event.revision)
+    finally:
+        # A watch that ended (broke, or was stopped) reads no further: nobody waits on it.
+        writes.closed = True
+        writes.moved.set()
 
 
-async def events_written(store: Store, timeout: float, period: float = 0.25) -> float | None:
-    """Seconds until no service has Events left to write, or None if some still had after
-    `timeout`. A rollout leaves up to 1,000 Events per service queued (written at --event-qps),
-    and a failover started at once would be measured writing them: in a sweep most of the
-    10-binding failover's CPU went to them."""
+async def events_written(queued: Callable[[], Awaitable[float | None]], timeout: float,
+                         period: float = 0.25) -> float | None:
+    """Seconds until `queued()` (the Events every service has left to write) is 0, or None if it
+    was not within `timeout`. None from `queued()` (a service whose metrics could not be read)
+    is not settled. A rollout leaves up to 1,000 Events per service queued (written at
+    --event-qps), and a failover started at once would be measured writing them: in a sweep most
+    of the 10-binding failover's CPU went to them."""
     started = time.monotonic()
-    while await events_queued(store.client) > 0:
+    while await queued() != 0:
         if time.monotonic() - started > timeout:
             return None
         await asyncio.sleep(period)
@@ -391,7 +469,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
                    harness: dict[str, int], address: str) -> dict[str, Any]:
     from flotilla import simclient
 
-    events_settled_s = await events_written(store, EVENTS_SETTLE_TIMEOUT)
+    events_settled_s = await events_written(lambda: events_queued(store.client), EVENTS_SETTLE_TIMEOUT)
     rt = registry.RESOURCE_BINDING
     # The bindings on the victim now (a false failover during the rollout moves some away).
     # Listed afresh: the rollout's informer is gone, and each failover of a sweep needs the
@@ -411,58 +489,59 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
     measuring = ProcessWatch(harness)
     metrics_before = await etcd_metrics(store.endpoints)
     reconciles_before = await reconciles(store.client)
-    writes: Counter[str] = Counter()
+    writes = Writes()
     counting = asyncio.create_task(follow_writes(store, listed.revision, affected, writes, see))
     load_before = os.getloadavg()
     async with processes.window(), measuring.window():
         faulted = time.monotonic()
-        await simclient.set_fault(address, victim, "down")
+        await simclient.set_fault(address, victim, opts.fault)
         finished = await until(watcher, lambda: watcher.done, opts.timeout)
         ended = time.monotonic()
-    # The writes up to the end are in etcd; let the watch catch up with them.
-    await asyncio.sleep(1.0)
-    counting.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await counting
+    # Every write up to the end is in etcd; the counts are complete once the watch has read them.
+    counted = await writes.reach(await current_revision(store), WRITES_CATCH_UP_TIMEOUT)
+    await cancel_and_wait(counting)
     metrics_after = await etcd_metrics(store.endpoints)
     reconciles_after = await reconciles(store.client)
-    taint = watcher.taint_at
-    stages: dict[str, Any] = {}
-    for stage in STAGES:
-        times = [f.at[stage] - taint for f in followed.values() if stage in f.at and taint is not None]
-        stages[stage] = {**summary(times), "reached": len(times)}
-    last_drop = max((f.at["task_dropped"] for f in followed.values() if "task_dropped" in f.at), default=None)
+    stages = stage_report(followed.values(), watcher.taint_at)
     etcd = etcd_delta(metrics_before, metrics_after)
-    evicted = max(1, sum("evicted" in f.at for f in followed.values()))
-    event_writes = sum(n for r, n in writes.items() if r.startswith("events"))
+    evicted = sum("evicted" in f.at for f in followed.values())
+    counts = writes.counts
+    event_writes = sum(n for r, n in counts.items() if r.startswith("events"))
+
+    def per_evicted(n: float, watched: bool = True) -> float | None:
+        return round(n / evicted, 2) if evicted and (counted or not watched) else None
+
     return {
-        "victim": victim, "affected": len(followed), "complete": finished,
+        "victim": victim, "affected": len(followed), "complete": finished and stages["stages_complete"],
         # How long the plane took to write the Events still queued before the fault (None: it had
         # not within EVENTS_SETTLE_TIMEOUT, and the failover was measured with them).
         "events_settled_s": events_settled_s,
+        "fault": opts.fault,
         "detection_s": _rounded(watcher.ready_false_at, faulted),
-        "taint_after_fault_s": _rounded(taint, faulted),
-        "stages_from_taint_s": stages,
-        "total_s": _rounded(last_drop, taint),
+        "taint_after_fault_s": _rounded(watcher.taint_at, faulted),
+        **stages,
         "fault_to_end_s": round(ended - faulted, 3),
         "etcd": {
             **{k: round(v) for k, v in etcd.items()},
+            # Whether the watch read every write up to the end; if not, what it counted is null.
+            "writes_counted": counted,
             "writes_per_evicted_binding": {
                 # Eviction, reschedule, history and task completion: the issue's budget of 4.
-                "binding_failover": round(writes["affected_bindings:failover"] / evicted, 2),
+                "binding_failover": per_evicted(counts["affected_bindings:failover"]),
                 # The executor's reports of the new Works (applied, Healthy) and of the old one's.
-                "binding_work_status": round(writes["affected_bindings:work_status"] / evicted, 2),
-                "events": round(event_writes / evicted, 2),
-                "all_keys": round((etcd["mvcc_put_total"] + etcd["mvcc_delete_total"]) / evicted, 2),
+                "binding_work_status": per_evicted(counts["affected_bindings:work_status"]),
+                "events": per_evicted(event_writes),
+                "all_keys": per_evicted(etcd["mvcc_put_total"] + etcd["mvcc_delete_total"], watched=False),
             },
-            "writes_by_resource": dict(sorted(writes.items())),
+            "writes_by_resource": dict(sorted(counts.items())) if counted else None,
         },
         "processes": processes.report(),
         # The benchmark's own processes share the machine: what they take, the plane does not get.
         "harness_processes": measuring.report(),
         # Every controller's passes over the failover, per evicted binding (a busy queue folds a
         # key added again while it waits, so a slower run can show fewer).
-        "reconciles_per_evicted_binding": per_binding(reconciles_before, reconciles_after, evicted),
+        "reconciles_per_evicted_binding":
+            per_binding(reconciles_before, reconciles_after, evicted) if evicted else None,
         "load_average": [round(x, 2) for x in load_before],
     }
 
@@ -566,8 +645,12 @@ def run(opts: Options) -> dict[str, Any]:
         try:
             plane.start()
             asyncio.run(join_all(plane, layout.clusters, opts.timeout))
+            # Each probe is given the plane's own probe timeout: one that times out is what the
+            # plane's prober would have seen fail, and is counted at the timeout.
             prober = subprocess.Popen([sys.executable, "-m", "flotilla.benchmarks.readyz_probe",
-                                       str(plane.kubeconfigs), str(opts.probe_interval)],
+                                       str(plane.kubeconfigs), str(opts.probe_interval),
+                                       str(duration(env["FLOTILLA_CLUSTER_PROBE_TIMEOUT"])),
+                                       *(victim for victim, _ in layout.victims)],
                                       stdout=subprocess.PIPE, text=True)
             measured = asyncio.run(measure(plane, layout, opts, prober))
             measured["leaders_lost"] = leaders_lost(Path(tmp) / "logs")
@@ -579,7 +662,8 @@ def run(opts: Options) -> dict[str, Any]:
             if opts.keep_logs is not None:
                 keep_logs(Path(tmp), opts.keep_logs)
     return {"clusters": opts.clusters, "bindings": opts.bindings, "replicas": opts.replicas,
-            "affected": [n for _, n in layout.victims], "failure_threshold": opts.failure_threshold,
+            "affected": [n for _, n in layout.victims], "fault": opts.fault,
+            "failure_threshold": opts.failure_threshold,
             "waits": FAST_WAITS, "cpus": os.cpu_count(), "load_average_start": [round(x, 2) for x in load_start],
             **measured, "load_average_end": [round(x, 2) for x in os.getloadavg()]}
 
@@ -601,6 +685,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=positive, default=1, help="replicas per Deployment (default %(default)s)")
     parser.add_argument("--sweep", action="store_true",
                         help="fail three clusters in turn, holding 10, 100 and 1000 bindings (as many as fit)")
+    parser.add_argument("--fault", choices=FAULTS, default="down",
+                        help="how the member fails: down drops every connection, unreachable holds every "
+                             "request until the prober's timeout (default %(default)s)")
     parser.add_argument("--failure-threshold", default="3s",
                         help="how long a member must fail its probes before it is not Ready (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
@@ -616,7 +703,8 @@ def options(args: argparse.Namespace) -> Options:
     else:
         affected = [args.affected or max(1, args.bindings // 10)]
     return Options(clusters=args.clusters, bindings=args.bindings, affected=affected, replicas=args.replicas,
-                   timeout=args.timeout, failure_threshold=args.failure_threshold, keep_logs=args.keep_logs)
+                   timeout=args.timeout, failure_threshold=args.failure_threshold, keep_logs=args.keep_logs,
+                   fault=args.fault)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -132,17 +132,19 @@ def reconcile_counts(text: str) -> dict[str, float]:
     return counts
 
 
-async def service_metrics(client: aetcd.Client) -> AsyncIterator[tuple[str, str]]:
-    """(service, its Prometheus text) of every registered service whose metrics can be read."""
+async def service_metrics(client: aetcd.Client) -> AsyncIterator[tuple[str, str | None]]:
+    """(service, its Prometheus text) of every registered service that serves metrics; the text
+    is None where they could not be read."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
         for endpoint in await list_endpoints(client):
             if not endpoint.metrics_address:
                 continue
+            text: str | None
             try:
                 async with session.get(f"http://{endpoint.metrics_address}/metrics") as response:
-                    text = await response.text()
+                    text = await response.text() if response.status == 200 else None
             except (aiohttp.ClientError, TimeoutError):
-                continue
+                text = None
             yield endpoint.service, text
 
 
@@ -151,6 +153,8 @@ async def reconciles(client: aetcd.Client) -> dict[str, float]:
     whose metrics cannot be read is left out (the difference then leaves it out too)."""
     counts: dict[str, float] = {}
     async for service, text in service_metrics(client):
+        if text is None:
+            continue
         for name, value in reconcile_counts(text).items():
             counts[f"{service}/{name}"] = counts.get(f"{service}/{name}", 0.0) + value
     return counts
@@ -165,9 +169,17 @@ def queued_event_count(text: str) -> float:
                for sample in family.samples if sample.name == EVENTS_QUEUED)
 
 
-async def events_queued(client: aetcd.Client) -> float:
-    """The Events every service has recorded and not yet written."""
-    return sum([queued_event_count(text) async for _, text in service_metrics(client)])
+def total_queued(texts: list[str | None]) -> float | None:
+    """The Events all services have left to write; None if any service's metrics could not be
+    read, since what it has queued is unknown, not zero."""
+    if any(text is None for text in texts):
+        return None
+    return sum(queued_event_count(text) for text in texts if text is not None)
+
+
+async def events_queued(client: aetcd.Client) -> float | None:
+    """The Events every service has recorded and not yet written (None: some service unread)."""
+    return total_queued([text async for _, text in service_metrics(client)])
 
 
 def per_binding(before: dict[str, float], after: dict[str, float], bindings: int) -> dict[str, float]:
