@@ -136,7 +136,8 @@ class Manager:
             # The informer already logged and counted it; the Event is what `describe` shows.
             if self._events is not None:
                 await self._events.warning(stand_in(rt, etcd_key), UNDECODABLE_REASON,
-                                           f"stored value at {etcd_key} cannot be decoded and is skipped: {error}")
+                                           f"stored value at {etcd_key} cannot be decoded; the object is not taken "
+                                           f"for deleted, and waits for a good value: {error}")
 
         return Informer(self._store, ref, namespace=namespace, on_undecodable=undecodable, compact=self._compact)
 
