@@ -24,6 +24,8 @@ WORK_PERMANENT_ID_LABEL = "work.karmada.io/permanent-id"
 # Prefix of the labels an attached (dependency) binding carries, one per binding it serves.
 DEPENDED_BY_LABEL_PREFIX = "resourcebinding.karmada.io/depended-by-"
 MANAGED_BY_LABEL = "binding.karmada.io/managed-by"
+# On every member object the executor applies (Karmada's ManagedByKarmadaLabel, value "true").
+MANAGED_LABEL = "karmada.io/managed"
 
 # -- annotations --------------------------------------------------------------------------------
 PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
@@ -36,6 +38,9 @@ TEMPLATE_GENERATION_ANNOTATION = "resourcetemplate.karmada.io/generation"
 MANAGED_LABELS_ANNOTATION = "resourcetemplate.karmada.io/managed-labels"
 MANAGED_ANNOTATIONS_ANNOTATION = "resourcetemplate.karmada.io/managed-annotations"
 CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
+# On every member object the executor applies: the Work it came from.
+WORK_NAME_ANNOTATION = "work.karmada.io/name"
+WORK_NAMESPACE_ANNOTATION = "work.karmada.io/namespace"
 APPLIED_PLACEMENT_ANNOTATION = "policy.karmada.io/applied-placement"
 # Flotilla's own: the W3C trace context of the failover that last changed the object.
 TRACEPARENT_ANNOTATION = "flotilla.io/traceparent"

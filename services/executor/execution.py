@@ -1,6 +1,8 @@
 """The execution controller (docs/karmada-rules.md §11): each Work applied to its member cluster with
 server-side apply, and a deleted Work's objects deleted from the member before
-its finalizer goes.
+its finalizer goes — in both cases only objects Flotilla owns (services/executor/ownership.py):
+a same-named object it does not own is left as it is, and the Work reports the conflict
+(Applied=False, an Event) unless it says `work.karmada.io/conflict-resolution: overwrite`.
 
 The same class serves Push clusters (from the control plane) and, in the
 Pull-mode agent, the one cluster the agent runs beside: `serves` says which
@@ -20,7 +22,7 @@ from flotilla import jsonbytes
 from flotilla.api import registry
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
-from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.api.v1 import cluster_pb2, meta_pb2, work_pb2
 from flotilla.api.wellknown import (
     CRB_NAME_ANNOTATION,
     EXECUTION_FINALIZER,
@@ -34,16 +36,21 @@ from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore
+from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import metrics
 from services.executor.applied import AppliedGenerations, member_key
 from services.executor.cached_write import CachedStatusWriter
+from services.executor.member_writes import OwnershipConflict, apply_owned, delete_owned
+from services.executor.ownership import Apply
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("flotilla.executor")
 
 APPLIED, DISPATCHING = "Applied", "Dispatching"
 UNKNOWN = "Unknown"
+# Karmada's EventReasonSyncWorkloadFailed, on the Work and on its resource template.
+SYNC_FAILED = "SyncFailed"
 
 
 # A Work whose cluster is not Ready waits for it: the cluster turning Ready re-enqueues the
@@ -71,7 +78,8 @@ def _applied_for_generation(work: work_pb2.Work) -> bool:
 class ExecutionReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], connect: Connect,
-                 serves: Callable[[cluster_pb2.Cluster], bool], applied: AppliedGenerations | None = None) -> None:
+                 serves: Callable[[cluster_pb2.Cluster], bool], applied: AppliedGenerations | None = None,
+                 events: EventRecorder | None = None) -> None:
         self.store = store
         self.clock = clock
         self.works = works
@@ -79,6 +87,7 @@ class ExecutionReconciler:
         self.connect = connect
         self.serves = serves
         self.applied = applied or AppliedGenerations()
+        self.events = events
         self.writer = CachedStatusWriter(store, assume_into=works)
 
     @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
@@ -113,10 +122,9 @@ class ExecutionReconciler:
                 raise ClusterNotReady(f"cluster({cluster.metadata.name}) not ready")
             client = await self.connect(cluster)
             for manifest in manifests(work):
-                meta = manifest.get("metadata") or {}
+                # Only an object Flotilla owns is deleted; another's stays where it is.
                 try:
-                    await client.delete(manifest["apiVersion"], manifest["kind"], meta.get("namespace", ""),
-                                        meta["name"])
+                    await delete_owned(client, manifest, cluster.metadata.name)
                 except Exception as e:
                     metrics.count_delete(manifest, cluster.metadata.name, e)
                     raise
@@ -152,19 +160,23 @@ class ExecutionReconciler:
         if cluster is None or not is_true(cluster.status.conditions, "Ready"):
             raise ClusterNotReady(f"cluster({cluster.metadata.name if cluster else '?'}) not ready")
         client = await self.connect(cluster)
-        errors: list[MemberError | ValueError] = []
+        errors: list[MemberError | ValueError | OwnershipConflict] = []
+        conflicts: list[tuple[dict[str, Any], OwnershipConflict]] = []
         items = manifests(work)
         first = get_condition(work.status.conditions, APPLIED) is None
-        with _failover_span(work, "work.apply", "apply", cluster.metadata.name) as span:
+        name = cluster.metadata.name
+        with _failover_span(work, "work.apply", "apply", name) as span:
             for manifest in items:
                 try:
-                    answer = await client.apply(manifest)
-                    self.applied.record(member_key(cluster.metadata.name, manifest), answer, self.clock.monotonic())
-                except (MemberError, ValueError) as e:
+                    done = await apply_owned(client, manifest, name, work.metadata.namespace, work.metadata.name)
+                    self.applied.record(member_key(name, manifest), done.answer, self.clock.monotonic())
+                except (MemberError, ValueError, OwnershipConflict) as e:
                     errors.append(e)
-                    metrics.count_apply(manifest, cluster.metadata.name, first, e)
+                    if isinstance(e, OwnershipConflict):
+                        conflicts.append((manifest, e))
+                    metrics.count_apply(manifest, name, first, e)
                     continue
-                metrics.count_apply(manifest, cluster.metadata.name, first, None)
+                metrics.count_apply(manifest, name, done.decision is Apply.CREATE, None)
             if span is not None and errors:
                 span.set_status(trace.StatusCode.ERROR, str(errors[0]))
         if errors:
@@ -176,11 +188,31 @@ class ExecutionReconciler:
         await self._set_conditions(work, [
             (DISPATCHING, TRUE, "Dispatching", "Work is being dispatched to member clusters."), applied,
         ], generation)
+        if conflicts:
+            await self._conflict_events(work, name, applied[3], conflicts)
         log.info("event=work-applied work=%s/%s ok=%s at=%s", work.metadata.namespace, work.metadata.name,
                  not errors, now.isoformat())
         if errors:
             # Retried with backoff; the condition above already tells the user which failed.
             raise errors[0]
+
+    async def _conflict_events(self, work: work_pb2.Work, cluster: str, applied_message: str,
+                               conflicts: list[tuple[dict[str, Any], OwnershipConflict]]) -> None:
+        """Karmada's SyncFailed Events: on the Work, and on the resource template of each object
+        left alone (`describe` of either says why). Repeats fold into one Event with a count."""
+        if self.events is None:
+            return
+        key = f"{work.metadata.namespace}/{work.metadata.name}"
+        await self.events.warning(work, SYNC_FAILED,
+                                  f"Failed to sync work({key}) to cluster({cluster}), err: {applied_message}")
+        for manifest, conflict in conflicts:
+            meta = manifest.get("metadata") or {}
+            template = meta_pb2.Unstructured(api_version=str(manifest.get("apiVersion", "")),
+                                             kind=str(manifest.get("kind", "")))
+            template.metadata.namespace, template.metadata.name = meta.get("namespace", ""), meta.get("name", "")
+            await self.events.warning(template, SYNC_FAILED, f"Failed to create or update resource("
+                                      f"{template.metadata.namespace}/{template.metadata.name}) in member "
+                                      f"cluster({cluster}): {conflict}")
 
     async def _set_conditions(self, work: work_pb2.Work, conditions: list[tuple[str, str, str, str]],
                               generation: int) -> None:

@@ -40,7 +40,7 @@ class ExecutionManager:
         # Shared: status is read from a member's cache only once it has seen the last apply.
         self.applied = applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(
-            store, clock, self.works, self.clusters, connect, serves, applied,
+            store, clock, self.works, self.clusters, connect, serves, applied, events,
         ), workers=workers)
         # Member status by watch: member events feed per-cluster caches and enqueue the Works
         # that carry the changed objects; the reconcile reads cache and Work, and writes status.
