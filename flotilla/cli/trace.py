@@ -3,7 +3,10 @@ read from the plane's span file (`<data-dir>/traces.jsonl`, written by every ser
 works without a collector.
 
 Reading and grouping are pure functions of the span lines (`parse_span`, `failover_traces`,
-`binding_traces`, `timeline`, `recovery`); only `cmd_*` touch files and print.
+`binding_traces`, `timeline`, `recovery`, `out_of_order`); only `cmd_*` touch files and print.
+The fault time is the detect span's start, and every step's start is its first span's, all
+stamped from the services' wall clock to the microsecond; a step shown before the step that
+caused it is named under the table (`out of order: ...`).
 """
 
 from __future__ import annotations
@@ -127,6 +130,47 @@ def fault_time(spans: Sequence[Span]) -> float:
     return min(detect) if detect else min(s.start for s in spans)
 
 
+# The step each step follows from, and whether it comes after that step's end (else its start): a
+# taint is written once the detection is published, an eviction once its toleration wait is over,
+# and the spans of one binding's move (new Works, the new replicas ready from the eviction on)
+# after its eviction. Every service stamps its spans with the wall clock to the microsecond, so
+# a step shown before its cause means the services' clocks disagree. failover-closed is not here:
+# it spans the whole failover, from the cluster leaving Ready.
+CAUSES: dict[str, tuple[str, bool]] = {
+    "taint": ("detect", True),
+    "toleration-wait": ("taint", False),
+    "evict": ("toleration-wait", True),
+    "reschedule": ("evict", False),
+    "sync-works": ("evict", False),
+    "apply": ("sync-works", False),
+    "replicas-ready": ("evict", False),
+    "task-dropped": ("replicas-ready", False),
+    "purge": ("evict", False),
+}
+
+
+def out_of_order(spans: Sequence[Span]) -> list[str]:
+    """The steps whose first span starts before the step that caused them (CAUSES) started, or
+    ended where it must have ended first; empty when the timeline is in causal order."""
+    if not spans:
+        return []
+    fault = fault_time(spans)
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    for span in spans:
+        starts[span.step] = min(starts.get(span.step, span.start), span.start)
+        ends[span.step] = min(ends.get(span.step, span.end), span.end)
+    problems = []
+    for step, (cause, after_end) in CAUSES.items():
+        if step not in starts or cause not in starts:
+            continue
+        bound = ends[cause] if after_end else starts[cause]
+        if starts[step] < bound:
+            problems.append(f"{step} starts at +{starts[step] - fault:.3f}s, before {cause} "
+                            f"{'ended' if after_end else 'started'} (+{bound - fault:.3f}s)")
+    return problems
+
+
 def _order(step: str) -> int:
     return STEPS.index(step) if step in STEPS else len(STEPS)
 
@@ -161,6 +205,7 @@ def render(spans: Sequence[Span]) -> str:
     header = f"trace {spans[0].trace_id}, fault at {datetime.fromtimestamp(fault).astimezone().isoformat()}"
     rows = [[r.step, r.service, f"+{r.since:.3f}s", f"{r.duration:.3f}s", str(r.spans)] for r in timeline(spans)]
     lines = [header, table(["STEP", "SERVICE", "SINCE FAULT", "DURATION", "SPANS"], rows)]
+    lines.extend(f"out of order: {problem}" for problem in out_of_order(spans))
     rec = recovery(spans)
     if rec.seconds is None:
         lines.append(f"recovery: not yet ({len(rec.rto)}/{rec.bindings} bindings have their new replicas ready)")
@@ -180,6 +225,7 @@ def as_json(spans: Sequence[Span]) -> dict[str, Any]:
         "fault": datetime.fromtimestamp(fault_time(spans)).astimezone().isoformat(),
         "steps": [{"step": r.step, "service": r.service, "since_fault_seconds": round(r.since, 6),
                    "duration_seconds": round(r.duration, 6), "spans": r.spans} for r in timeline(spans)],
+        "out_of_order": out_of_order(spans),
         "recovery_seconds": None if rec.seconds is None else round(rec.seconds, 6),
         "bindings": rec.bindings,
         "rto_seconds": rec.rto,
@@ -233,5 +279,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         q.add_argument("--trace-file", default="", help="read spans from this JSON-lines file instead")
 
 
-__all__ = ["Recovery", "Row", "Span", "as_json", "binding_traces", "failover_traces", "parse_span", "read_spans",
-           "recovery", "register", "render", "timeline"]
+__all__ = ["CAUSES", "Recovery", "Row", "Span", "as_json", "binding_traces", "failover_traces", "out_of_order",
+           "parse_span", "read_spans", "recovery", "register", "render", "timeline"]

@@ -4,7 +4,6 @@ when a cluster leaves Ready=True (shared by the status service and the Pull agen
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 
 from opentelemetry import trace
 
@@ -14,7 +13,7 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.clusterstatus.observation import ReadyObservation
 from flotilla.clusterstatus.prober import ClusterProber, CollectionUpdate, StatusUpdate, persisted_ready
-from flotilla.runtime.tracecontext import failover_attributes, traceparent
+from flotilla.runtime.tracecontext import failover_attributes, span_ns, traceparent
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 
@@ -61,16 +60,16 @@ class StatusPublisher:
         start = state.since if state and state.since else update.now
         span = self.tracer.start_span(
             "cluster.unhealthy",
-            start_time=_ns(start),
+            start_time=span_ns(start),
             attributes=failover_attributes("detect", cluster=name, reason=update.ready.reason),
         )
         # The probes that led here, as events at the time each was taken.
         for probe in self.prober.history(name):
-            span.add_event("probe", timestamp=_ns(probe.time), attributes={
+            span.add_event("probe", timestamp=span_ns(probe.time), attributes={
                 "flotilla.probe.online": probe.online, "flotilla.probe.healthy": probe.healthy,
                 "flotilla.probe.error": probe.error, "flotilla.probe.observed": probe.observed.status,
             })
-        span.end(end_time=_ns(update.now))
+        span.end(end_time=span_ns(update.now))
         parent = traceparent(span)
 
         def stamp(obj: cluster_pb2.Cluster) -> bool:
@@ -87,7 +86,3 @@ class StatusPublisher:
                  span.get_span_context().trace_id)
         if self.events is not None:
             await self.events.warning(cluster, update.ready.reason, update.ready.message)
-
-
-def _ns(moment: datetime) -> int:
-    return int(moment.timestamp() * 1_000_000_000)

@@ -25,6 +25,7 @@ from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
 from services.taint_manager.taint_policy import apply_policies
+from services.taint_manager.taint_times import TaintTimes
 
 log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("flotilla.taint_manager")
@@ -49,13 +50,14 @@ def describe_taints(cluster: cluster_pb2.Cluster) -> str:
 class ClusterTaintReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, clusters: Informer[cluster_pb2.Cluster],
                  policies: Informer[policy_pb2.ClusterTaintPolicy], config: TaintConfig,
-                 events: EventRecorder | None = None) -> None:
+                 events: EventRecorder | None = None, times: TaintTimes | None = None) -> None:
         self.store = store
         self.clock = clock
         self.clusters = clusters
         self.policies = policies
         self.config = config
         self.events = events
+        self.times = times or TaintTimes()
         # Per cluster: the failover trace on it, and the taints already given a span in it.
         self._traced: dict[str, tuple[str, set[tuple[str, str]]]] = {}
 
@@ -77,7 +79,7 @@ class ClusterTaintReconciler:
             if (taint.key, taint.effect) in done or taint.time_added.seconds < since:
                 continue
             done.add((taint.key, taint.effect))
-            at = taint.time_added.ToNanoseconds()
+            at = self.times.added_ns(name, taint)
             span = _tracer.start_span("cluster.taint", context=parent, start_time=at, attributes={
                 **failover_attributes("taint", cluster=name, reason=f"{taint.key}:{taint.effect}"),
                 "flotilla.taint.effect": taint.effect,
@@ -113,6 +115,12 @@ class ClusterTaintReconciler:
                 written = await self.store.mutate(registry.CLUSTER, "", cluster.metadata.name, change)
             except NotFound:
                 return None
+            before = {(t.key, t.effect) for t in cluster.spec.taints}
+            for taint in written.spec.taints:
+                # Added by this write: stamped `now` (timeAdded keeps its seconds).
+                if (taint.key, taint.effect) not in before and taint.time_added.seconds == int(now.timestamp()):
+                    self.times.record(written.metadata.name, taint, now)
+            self.times.keep_only(written.metadata.name, written.spec.taints)
             log.info("event=taint cluster=%s taints=%s", key, describe_taints(written))
             if self.events is not None:
                 await self.events.normal(written, "TaintClusterSucceed",

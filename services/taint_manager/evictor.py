@@ -41,11 +41,12 @@ from flotilla.failover_history import refresh
 from flotilla.metrics import count_eviction
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
+from flotilla.runtime.tracecontext import context_from, failover_attributes, span_ns, traceparent
 from flotilla.store import NotFound, ObjectStore, Undecodable
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.taint_manager.protection import EvictionProtection
+from services.taint_manager.taint_times import TaintTimes
 from services.taint_manager.tolerations import LATER, NOW, assess_cluster
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class BindingEvictionReconciler:
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
         state: EvictorState | None = None,
+        taint_times: TaintTimes | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -120,6 +122,8 @@ class BindingEvictionReconciler:
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.taint_manager")
         self.state = state or EvictorState()
+        # When this process's taints were written, shared with the cluster-taints controller.
+        self.taint_times = taint_times or TaintTimes()
         # Per cluster: the user taint whose trace this process opened, and its traceparent.
         self._user_traces: dict[str, tuple[str, str]] = {}
         self._trace_locks: dict[str, asyncio.Lock] = {}
@@ -197,11 +201,13 @@ class BindingEvictionReconciler:
         cluster_obj = self.clusters.get(clusters[0])
         parent = context_from(cluster_obj.metadata.annotations) if cluster_obj is not None else None
         if cluster_obj is not None and (signature := user_taint_signature(cluster_obj)):
-            parent = await self._trace_user_taint(cluster_obj, signature)
+            parent = await self._trace_user_taint(cluster_obj, signature, now)
         binding_name = f"{namespace}/{name}" if namespace else name
         self._trace_wait(parent, clusters, binding_name, rt.kind, now)
+        # Started at `now`, the moment the eviction was decided: the toleration wait ends there and
+        # the eviction task (and so the replicas-ready span) is stamped with it.
         with self.tracer.start_as_current_span(
-            "binding.evict", context=parent,
+            "binding.evict", context=parent, start_time=span_ns(now),
             attributes={**failover_attributes("evict", cluster=clusters[0], binding=binding_name, kind=rt.kind,
                                               reason="TaintUntolerated"),
                         "flotilla.clusters": ",".join(clusters)},
@@ -226,9 +232,11 @@ class BindingEvictionReconciler:
             await self.events.normal(written, "EvictWorkloadFromClusterSucceed",
                                      f"Evict from cluster {','.join(evicted)} succeed.")
 
-    async def _trace_user_taint(self, cluster: cluster_pb2.Cluster, signature: str) -> Context | None:
+    async def _trace_user_taint(self, cluster: cluster_pb2.Cluster, signature: str, now: datetime
+                                ) -> Context | None:
         """One trace per user-added NoExecute taint: opened by the first eviction it causes, written
-        onto the Cluster for the status of later steps, and shared by every binding it evicts."""
+        onto the Cluster for the status of later steps, and shared by every binding it evicts. Its
+        detect span runs from the taint (where the toleration waits start) to that eviction."""
         name = cluster.metadata.name
         if cluster.metadata.annotations.get(TRACE_OPENED_FOR_ANNOTATION) == signature:
             return context_from(cluster.metadata.annotations)
@@ -237,9 +245,11 @@ class BindingEvictionReconciler:
             if opened is not None and opened[0] == signature:
                 return context_from({TRACEPARENT_ANNOTATION: opened[1]})
             key, _, _ = signature.partition(":")
+            end = span_ns(now)
             span = self.tracer.start_span("cluster.tainted", context=Context(), attributes=failover_attributes(
-                "detect", cluster=name, reason=f"NoExecute taint {key} added by a user"))
-            span.end()
+                "detect", cluster=name, reason=f"NoExecute taint {key} added by a user"),
+                start_time=min(self._no_execute_added(cluster), default=end))
+            span.end(end_time=end)
             stamp = traceparent(span)
             self._user_traces[name] = (signature, stamp)
 
@@ -256,18 +266,22 @@ class BindingEvictionReconciler:
                 pass
             return context_from({TRACEPARENT_ANNOTATION: stamp})
 
+    def _no_execute_added(self, cluster: cluster_pb2.Cluster) -> list[int]:
+        """When each NoExecute taint on the cluster was added (span timestamps)."""
+        return [self.taint_times.added_ns(cluster.metadata.name, t) for t in cluster.spec.taints
+                if t.effect == EFFECT_NO_EXECUTE and t.HasField("time_added")]
+
     def _trace_wait(self, parent: Context | None, clusters: list[str], binding: str, kind: str,
                     now: datetime) -> None:
         """The toleration wait, as a span from the NoExecute taint to this eviction."""
         if parent is None:
             return
+        end = span_ns(now)
         for name in clusters:
             cluster = self.clusters.get(name)
-            added = [t.time_added.ToNanoseconds() for t in cluster.spec.taints
-                     if t.effect == EFFECT_NO_EXECUTE and t.HasField("time_added")] if cluster is not None else []
-            end = int(now.timestamp() * 1e9)
+            added = self._no_execute_added(cluster) if cluster is not None else []
             span = self.tracer.start_span("binding.toleration_wait", context=parent,
-                                          start_time=min(added) if added else end,
+                                          start_time=min(added, default=end),
                                           attributes=failover_attributes("toleration-wait", cluster=name,
                                                                          binding=binding, kind=kind))
             span.end(end_time=end)

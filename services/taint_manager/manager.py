@@ -21,6 +21,7 @@ from services.taint_manager import routing
 from services.taint_manager.cluster_taints import ClusterTaintReconciler, TaintConfig
 from services.taint_manager.evictor import BindingEvictionReconciler, EvictorConfig, EvictorState
 from services.taint_manager.protection import EvictionProtection
+from services.taint_manager.taint_times import TaintTimes
 
 
 class TaintManager:
@@ -37,11 +38,13 @@ class TaintManager:
             kind.kind: manager.informer(kind.resource_type) for kind in bindings.BINDING_KINDS}
         for informer in self.bindings.values():
             informer.add_indexer(routing.CLUSTER_INDEX, routing.index_by_cluster)
+        times = TaintTimes()
         self.taints = manager.controller("cluster-taints", ClusterTaintReconciler(
-            store, clock, self.clusters, self.policies, taint_config, events,
+            store, clock, self.clusters, self.policies, taint_config, events, times,
         ), workers=4)
         self.evictor = manager.controller("binding-eviction", BindingEvictionReconciler(
             store, clock, self.clusters, self.bindings, protection, evictor_config, events, tracer, self.state,
+            times,
         ), workers=workers, eviction=True)
         self._protection_changed = False
         # Before the watches below: they read what it decided.

@@ -28,14 +28,14 @@ async def test_answers_are_counted_as_allowed_denied_or_error() -> None:
     (doc, *_) = codec.load_yaml_documents(VALID_BASES[0][1])
     before = {result: requests("validate", result) for result in ("allowed", "denied", "error")}
 
-    allowed = await validate(webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)), None)  # type: ignore[arg-type]
-    denied = await validate(webhook_pb2.AdmissionRequest(object_json="{"), None)  # type: ignore[arg-type]
+    allowed = await validate(webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)), None)
+    denied = await validate(webhook_pb2.AdmissionRequest(object_json="{"), None)
     assert allowed.allowed and not denied.allowed
 
     async def fails(_request: Any, _context: Any) -> webhook_pb2.AdmissionResponse:
         raise RuntimeError("the store is gone")
     with pytest.raises(RuntimeError):
-        await counted("validate", fails)(webhook_pb2.AdmissionRequest(), None)  # type: ignore[arg-type]
+        await counted("validate", fails)(webhook_pb2.AdmissionRequest(), None)
 
     assert {result: requests("validate", result) - before[result] for result in before} == {
         "allowed": 1, "denied": 1, "error": 1}
