@@ -44,9 +44,12 @@ from flotilla.benchmarks.readyz_probe import Target, targets  # noqa: E402
 from flotilla.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
 from flotilla.benchmarks.stats import summary  # noqa: E402
 from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
+from flotilla.context import Context  # noqa: E402
+from flotilla.crypto import ENV_KEY_FILE  # noqa: E402
 from flotilla.local import RunState  # noqa: E402
 from flotilla.store import Informer, Store  # noqa: E402
 from flotilla.store.embedded import free_port  # noqa: E402
+from flotilla.tls import process_env  # noqa: E402
 
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"
@@ -237,7 +240,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         prober: subprocess.Popen[str] | None = None
         try:
             state = RunState.load(data_dir)
-            assert state is not None
+            context = Context.load(data_dir)
+            assert state is not None and context is not None
+            # The plane's own certificate and key file for everything this benchmark connects
+            # with or starts, whatever the environment names (another plane's, a test session's).
+            os.environ.update(process_env(context.tls()))
+            if context.encryption_key_file:
+                os.environ[ENV_KEY_FILE] = context.encryption_key_file
             sim = start_sim(args, data_dir, state.etcd_endpoints)
             reference = start_reference(args, data_dir)
             kubeconfigs = data_dir / "sim" / "kubeconfigs"
