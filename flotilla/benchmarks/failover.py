@@ -6,7 +6,7 @@ PropagationPolicy of two ordered clusterAffinities terms (its primary cluster, t
 so that the victim cluster holds exactly the affected bindings and each of them has one
 known place to go. Once every workload is Healthy and the services have written the Events they
 had queued, the victim is failed (the simulator's `down` fault, connections dropped, or
-`unreachable`, requests held until the prober's timeout) and every affected binding is followed
+`unreachable`, requests held until the plane's probe gives up) and every affected binding is followed
 through its stages from the victim's NoExecute taint: evicted (the victim out of spec.clusters, a
 graceful eviction task in), rescheduled (placed on its backup, the scheduler caught up), Healthy
 there, and its task dropped. A figure is only what was observed: a stage's times and the total are
@@ -686,8 +686,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="store_true",
                         help="fail three clusters in turn, holding 10, 100 and 1000 bindings (as many as fit)")
     parser.add_argument("--fault", choices=FAULTS, default="down",
-                        help="how the member fails: down drops every connection, unreachable holds every "
-                             "request until the prober's timeout (default %(default)s)")
+                        help="how the member fails: down drops every connection; unreachable holds every "
+                             "request, so each health probe waits out the probe timeout (default %(default)s)")
     parser.add_argument("--failure-threshold", default="3s",
                         help="how long a member must fail its probes before it is not Ready (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
