@@ -133,9 +133,9 @@ def fault_time(spans: Sequence[Span]) -> float:
 # The step each step follows from, and whether it comes after that step's end (else its start): a
 # taint is written once the detection is published, an eviction once its toleration wait is over,
 # and the spans of one binding's move (new Works, the new replicas ready from the eviction on)
-# after its eviction. Every service stamps its spans with the wall clock to the microsecond, so
-# a step shown before its cause means the services' clocks disagree. failover-closed is not here:
-# it spans the whole failover, from the cluster leaving Ready.
+# after its eviction; failover-closed spans the whole failover from the cluster leaving Ready, the
+# detection's end. Every service stamps its spans with the wall clock to the microsecond, so a
+# step shown before its cause means the services' clocks disagree.
 CAUSES: dict[str, tuple[str, bool]] = {
     "taint": ("detect", True),
     "toleration-wait": ("taint", False),
@@ -145,6 +145,7 @@ CAUSES: dict[str, tuple[str, bool]] = {
     "apply": ("sync-works", False),
     "replicas-ready": ("evict", False),
     "task-dropped": ("replicas-ready", False),
+    "failover-closed": ("detect", True),
     "purge": ("evict", False),
 }
 

@@ -13,7 +13,7 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.clusterstatus.observation import ReadyObservation
 from flotilla.clusterstatus.prober import ClusterProber, CollectionUpdate, StatusUpdate, persisted_ready
-from flotilla.runtime.tracecontext import failover_attributes, span_ns, traceparent
+from flotilla.runtime.tracecontext import DETECTED_AT_ANNOTATION, failover_attributes, span_ns, traceparent
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder
 
@@ -71,11 +71,12 @@ class StatusPublisher:
             })
         span.end(end_time=span_ns(update.now))
         parent = traceparent(span)
+        stamps = {TRACEPARENT_ANNOTATION: parent, DETECTED_AT_ANNOTATION: update.now.isoformat()}
 
         def stamp(obj: cluster_pb2.Cluster) -> bool:
-            if obj.metadata.annotations.get(TRACEPARENT_ANNOTATION) == parent:
+            if all(obj.metadata.annotations.get(k) == v for k, v in stamps.items()):
                 return False
-            obj.metadata.annotations[TRACEPARENT_ANNOTATION] = parent
+            obj.metadata.annotations.update(stamps)
             return True
 
         try:

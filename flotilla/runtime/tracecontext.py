@@ -50,6 +50,24 @@ RTO_SECONDS = "flotilla.rto_seconds"
 # On the span that closes a failover: from the cluster leaving Ready to its last binding recovered.
 FAILOVER_RTO_SECONDS = "flotilla.failover.rto_seconds"
 
+# On a Cluster, beside the failover's traceparent: when the status service published it not Ready,
+# to the microsecond (RFC 3339). Ready's lastTransitionTime keeps whole seconds; a span of the
+# failover that starts where the cluster left Ready starts here, on the detect span's clock.
+DETECTED_AT_ANNOTATION = "flotilla.io/failover-detected-at"
+
+
+def detected_at(annotations: Mapping[str, str], transition: datetime) -> datetime:
+    """When the cluster left Ready: the status service's stamp when it is of this transition
+    (`transition`, Ready's lastTransitionTime, to its second), else the transition."""
+    try:
+        stamped = datetime.fromisoformat(annotations.get(DETECTED_AT_ANNOTATION, ""))
+    except ValueError:
+        return transition
+    if stamped.tzinfo is None or not transition <= stamped < transition + timedelta(seconds=1):
+        return transition
+    return stamped
+
+
 # The steps of a failover, in the order they happen (`flotillactl trace` sorts by this).
 STEPS = ("detect", "taint", "toleration-wait", "evict", "reschedule", "sync-works", "apply", "replicas-ready",
          "task-dropped", "failover-closed", "purge")

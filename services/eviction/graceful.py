@@ -33,7 +33,13 @@ from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
 from flotilla.failover_history import update_history
 from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
-from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, context_from, failover_attributes, trace_id_of
+from flotilla.runtime.tracecontext import (
+    FAILOVER_RTO_SECONDS,
+    context_from,
+    detected_at,
+    failover_attributes,
+    trace_id_of,
+)
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.task_drop import Carry, carry_after_drop, record_carry
 from flotilla.scheduling import ClusterInfo
@@ -225,9 +231,10 @@ class GracefulEvictionReconciler:
         except Undecodable:
             return None  # for a trace only: the closing of the failover is not held up for it
         ready = get_condition(obj.status.conditions, "Ready") if obj is not None else None
-        if ready is None or ready.status == TRUE or not ready.HasField("last_transition_time"):
+        if obj is None or ready is None or ready.status == TRUE or not ready.HasField("last_transition_time"):
             return None
-        return ready.last_transition_time.ToDatetime(tzinfo=UTC)
+        # To the microsecond where the status service stamped it: the trace's other steps are.
+        return detected_at(obj.metadata.annotations, ready.last_transition_time.ToDatetime(tzinfo=UTC))
 
     async def _report_blocked(self, binding: Binding, verdict: Assessment) -> None:
         updated = copy_of(binding)

@@ -1,6 +1,7 @@
 """Every service's metrics during a failover (issue 12): each service is scraped at the address
-`flotillactl status -o json` gives, before and after, and the failover's series must have moved.
-Run by the OTLP test's failover (test_tracing.py), so one failover serves both."""
+`flotillactl status -o json` gives, before and after, and the failover's series must have moved
+(the webhook's, which no failover step calls, across the apply before it). Run by the OTLP test's
+failover (test_tracing.py), so one failover serves both."""
 
 from __future__ import annotations
 
@@ -56,4 +57,11 @@ def assert_failover_moved_every_service(before: dict[str, Samples], after: dict[
     assert moved("executor", "flotilla_binding_sync_work_duration_seconds_count")
     assert moved("executor", "flotilla_work_sync_workload_duration_seconds_count")
     assert moved("executor", "flotilla_workqueue_queue_duration_seconds_count")
-    assert total(after["webhook"], "flotilla_workqueue_depth") >= 0  # scraped; it runs no queue of its own
+
+
+def assert_webhook_admitted(before: dict[str, Samples], after: dict[str, Samples]) -> None:
+    """The webhook's own series moved for the objects applied between the scrapes: no failover step
+    calls the webhook, so its scrapes bracket the `flotillactl apply` that set the failover up."""
+    metric = "flotilla_webhook_requests_total"
+    assert total(after["webhook"], metric, webhook="apply", result="allowed") > \
+        total(before["webhook"], metric, webhook="apply", result="allowed"), after["webhook"]

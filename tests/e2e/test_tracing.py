@@ -21,7 +21,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from flotilla.api import keys, registry
 from flotilla.store.embedded import free_port
 from tests.e2e.failover_support import Plane, history
-from tests.e2e.metrics_support import assert_failover_moved_every_service, scrape_all
+from tests.e2e.metrics_support import assert_failover_moved_every_service, assert_webhook_admitted, scrape_all
 from tests.e2e.planes import flotilla_up
 from tests.factories import EXAMPLES_DIR
 
@@ -92,6 +92,7 @@ async def test_one_failover_is_one_trace_at_an_otlp_collector_and_moves_every_me
         key = "default/nginx-deployment"
         work = f"{keys.execution_namespace('member1')}/{keys.work_name('default', 'nginx', 'Deployment')}"
         async with history(plane, registry.RESOURCE_BINDING) as rbs, history(plane, registry.WORK) as works:
+            before_apply = await scrape_all(plane)
             await plane.ok("apply", "-f", str(EXAMPLES_DIR / "nginx-divided.yaml"))
 
             def placed() -> list[tuple[str, int]]:
@@ -112,7 +113,9 @@ async def test_one_failover_is_one_trace_at_an_otlp_collector_and_moves_every_me
                             and not rbs.get(key).spec.graceful_eviction_tasks, 120,  # type: ignore[union-attr]
                             "nginx on member2:3, Healthy, its eviction task dropped")
             # The same failover moves every service's metrics.
-            assert_failover_moved_every_service(before, await scrape_all(plane))
+            after = await scrape_all(plane)
+            assert_failover_moved_every_service(before, after)
+            assert_webhook_admitted(before_apply, after)
             await plane.fault("member1", "recover")
             await works.until(lambda: works.get(work) is None, 90, "member1's old Work purged")
 
@@ -139,6 +142,10 @@ async def test_one_failover_is_one_trace_at_an_otlp_collector_and_moves_every_me
         shown = json.loads(await plane.ok("trace", "failover", "member1", "--last", "-o", "json",
                                           "--data-dir", str(data_dir)))
         assert {s["step"] for s in shown[0]["steps"]} == STEPS.keys(), shown
+        # No step starts before the step that caused it (the taint after detect's end, ...).
+        assert shown[0]["out_of_order"] == [], shown
+        since = {s["step"]: s for s in shown[0]["steps"]}
+        assert since["taint"]["since_fault_seconds"] >= since["detect"]["duration_seconds"], shown
         assert shown[0]["recovery_seconds"] > 0, shown
     finally:
         await asyncio.to_thread(planes.__exit__, None, None, None)

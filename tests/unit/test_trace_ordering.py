@@ -17,17 +17,33 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flotilla.api import registry
-from flotilla.api.conditions import FALSE, set_condition
+from flotilla.api.conditions import FALSE, TRUE, set_condition
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER, TRACEPARENT_ANNOTATION
 from flotilla.cli import trace as cli
+from flotilla.clusterstatus.observation import NOT_REACHABLE
+from flotilla.clusterstatus.prober import ClusterProber, StatusUpdate
+from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.clusterstatus.thresholds import Thresholds
 from flotilla.runtime.clock import FakeClock
-from flotilla.runtime.tracecontext import context_from, failover_attributes, span_ns, traceparent
+from flotilla.runtime.tracecontext import (
+    DETECTED_AT_ANNOTATION,
+    FAILOVER_RTO_SECONDS,
+    context_from,
+    detected_at,
+    failover_attributes,
+    span_ns,
+    traceparent,
+)
 from flotilla.store.memory import MemoryStore
+from services.eviction.graceful import GracefulEvictionReconciler
 from services.taint_manager import cluster_taints
 from services.taint_manager.evictor import BindingEvictionReconciler
 from services.taint_manager.taint_times import TaintTimes
+from tests.factories import make_cluster
+from tests.unit.cache_fake import Cache
 from tests.unit.test_cli_trace import FAILOVER, span
+from tests.unit.test_eviction_graceful import binding
 
 # The first failed probe, and three seconds later the one that published Ready=False: both off
 # the whole second, as probe stamps are.
@@ -133,3 +149,55 @@ def test_a_taint_this_process_did_not_write_keeps_its_time_added() -> None:
     assert times.added_ns("member1", taint) == taint.time_added.ToNanoseconds()
     times.keep_only("member1", [])
     assert json.dumps(times._added) == "{}"
+
+
+def test_detected_at_is_the_status_services_stamp_of_this_transition() -> None:
+    transition = DETECTED.replace(microsecond=0)
+    stamped = {DETECTED_AT_ANNOTATION: DETECTED.isoformat()}
+    assert detected_at(stamped, transition) == DETECTED
+    # A stamp of an earlier failover, or none that reads: the transition, to its second.
+    assert detected_at(stamped, transition + timedelta(minutes=5)) == transition + timedelta(minutes=5)
+    assert detected_at({DETECTED_AT_ANNOTATION: "yesterday"}, transition) == transition
+    assert detected_at({}, transition) == transition
+
+
+async def test_the_status_service_stamps_when_it_published_not_ready(
+        provider: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    tracer_provider, exporter = provider
+    clock = FakeClock(DETECTED)
+    store = MemoryStore()
+    cluster = cluster_pb2.Cluster()
+    cluster.metadata.name = "member1"
+    set_condition(cluster.status.conditions, "Ready", TRUE, "ClusterReady", "", FIRST_FAILED - timedelta(hours=1))
+    await store.create(cluster)
+    prober = ClusterProber(clock, Thresholds(timedelta(seconds=3), timedelta(seconds=3)))
+    publisher = StatusPublisher(store, prober, tracer=tracer_provider.get_tracer("status"))
+    await publisher.publish("member1", StatusUpdate(NOT_REACHABLE, None, DETECTED))
+    written = await store.get(registry.CLUSTER, "", "member1")
+    assert written.metadata.annotations[DETECTED_AT_ANNOTATION] == DETECTED.isoformat()
+    [detect] = as_cli(exporter.get_finished_spans())
+    assert detect.end == pytest.approx(DETECTED.timestamp())
+
+
+def test_the_failover_closes_from_where_the_status_service_saw_the_cluster_leave_ready() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("eviction")
+    root = tracer.start_span("cluster.unhealthy")
+    root.end()
+    clock = FakeClock(DETECTED + timedelta(seconds=10))
+    down = make_cluster("member1")
+    set_condition(down.status.conditions, "Ready", FALSE, "ClusterNotReachable", "down", DETECTED)
+    down.metadata.annotations[DETECTED_AT_ANNOTATION] = DETECTED.isoformat()
+    rb = binding({"member2": 3}, ["member1"])
+    rb.metadata.annotations[TRACEPARENT_ANNOTATION] = traceparent(root)
+    reconciler = GracefulEvictionReconciler(
+        MemoryStore(), clock, {"ResourceBinding": Cache([rb])}, tracer=tracer,  # type: ignore[dict-item]
+        clusters=Cache([down]))  # type: ignore[arg-type]
+    exporter.clear()
+    reconciler._close_failover_if_last(rb, rb.spec.graceful_eviction_tasks[0])
+    [closed] = exporter.get_finished_spans()
+    assert closed.start_time == span_ns(DETECTED)  # not the second lastTransitionTime keeps
+    assert dict(closed.attributes or {})[FAILOVER_RTO_SECONDS] == 10.0
+    provider.shutdown()
