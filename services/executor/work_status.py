@@ -5,7 +5,10 @@ watch caches (`flotilla.member.watches`) and writes the Work's manifestStatuses 
 member object's status and its interpreted health) with one compare-and-swap, only when they
 changed. A member object changing enqueues the Works that carry it, so its status reaches the
 Work within one reconcile. An object missing from the member marks its Work not applied, so the
-execution controller applies it again.
+execution controller applies it again; so does one that is no longer Flotilla's (replaced since
+the apply by an object it does not own, services/executor/ownership.py): its status is not the
+Work's, and the execution controller decides what to do about it (leave it and report the
+conflict, or take it over under Overwrite).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from flotilla.store.informer import Informer
 from services.executor.applied import AppliedGenerations, member_key
 from services.executor.cached_write import CachedStatusWriter
 from services.executor.execution import APPLIED, manifests
+from services.executor.ownership import owned
 from services.executor.routing import WORK_NAMESPACE_INDEX
 
 log = logging.getLogger(__name__)
@@ -118,6 +122,7 @@ class WorkStatusReconciler:
         if applied is None or applied.status != "True":
             return None
         members: ObjectIndex = {}
+        foreign: list[str] = []
         for manifest in manifests(work):
             api_version, kind = manifest["apiVersion"], manifest["kind"]
             cache = self.watches.cache(cluster, (api_version, kind))
@@ -136,12 +141,21 @@ class WorkStatusReconciler:
             if self.applied.behind(member, observed):
                 return None  # the cache has not seen the last apply yet; that apply's event enqueues this Work
             self.applied.reported(member)
+            if not owned(observed, manifest):
+                foreign.append(f"{kind} {namespace}/{name}")
+                continue
             members[(api_version, kind, namespace, name)] = observed
-        await self._record(work, applied.observed_generation, members)
+        await self._record(work, applied.observed_generation, members, foreign)
         return None
 
-    async def _record(self, work: work_pb2.Work, applied_generation: int, members: ObjectIndex) -> None:
+    async def _record(self, work: work_pb2.Work, applied_generation: int, members: ObjectIndex,
+                      foreign: list[str]) -> None:
         statuses, missing, errors = manifest_statuses(work, members, self.interpreter)
+        missing = [m for m in missing if m not in foreign]
+        problems = [f"Manifest is missing in the member cluster: {', '.join(missing)}"] if missing else []
+        if foreign:
+            problems.append(f"Manifest is held by an object Flotilla does not manage in the member cluster: "
+                            f"{', '.join(foreign)}")
         if applied_generation != work.metadata.generation:
             # The member has not been given this version of the Work yet: what it reports
             # describes the previous one, and must not read as the new one being healthy.
@@ -157,9 +171,8 @@ class WorkStatusReconciler:
             before = obj.status.SerializeToString(deterministic=True)
             del obj.status.manifest_statuses[:]
             obj.status.manifest_statuses.extend(statuses)
-            if missing:
-                set_condition(obj.status.conditions, APPLIED, FALSE, "AppliedFailed",
-                              f"Manifest is missing in the member cluster: {', '.join(missing)}", now,
+            if problems:
+                set_condition(obj.status.conditions, APPLIED, FALSE, "AppliedFailed", "; ".join(problems), now,
                               obj.metadata.generation)
             changed[0] = obj.status.SerializeToString(deterministic=True) != before
             return changed[0]

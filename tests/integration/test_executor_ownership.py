@@ -236,3 +236,29 @@ async def test_an_object_that_cannot_be_read_is_not_taken_for_absent(
         await set_ready(store, "member1", "True")
         await watch.until(lambda: manager.works.get(KEY) is None, timeout=30)
         assert await member.get("apps/v1", "Deployment", "default", "nginx") is None
+
+
+async def test_an_object_no_longer_flotillas_is_not_reported_as_the_works_and_is_left_alone(
+    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient],
+    kube_http: Callable[..., KubeHttp]
+) -> None:
+    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
+    member = member_client(server)
+    await join(store, server, "member1")
+    await create_work(store, ours())
+    async with executing(store) as manager:
+        watch = Watch(manager.works)
+        await watch.until(lambda: (applied(manager) or ("",))[0] == "True"
+                          and bool(manager.works.get(KEY).status.manifest_statuses))
+        # Another team takes the object: Flotilla's marks removed from it in place.
+        api = kube_http(server.cluster("member1"))
+        taken = await api.ok("PATCH", "/apis/apps/v1/namespaces/default/deployments/nginx",
+                             {"metadata": {"labels": {RB_PERMANENT_ID_LABEL: None, "karmada.io/managed": None}}},
+                             content_type="application/merge-patch+json")
+        refused = "Flotilla will not manage this resource"
+        await watch.until(lambda: (applied(manager) or ("", "", ""))[2].endswith(refused))
+        assert not manager.works.get(KEY).status.manifest_statuses  # its status is not the Work's
+        left = await member.get("apps/v1", "Deployment", "default", "nginx")
+        assert left is not None and left["metadata"]["labels"] == taken["metadata"]["labels"]
+        assert left["metadata"]["generation"] == taken["metadata"]["generation"]  # not applied over
+        assert RB_PERMANENT_ID_LABEL not in left["metadata"]["labels"]

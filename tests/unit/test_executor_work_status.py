@@ -27,6 +27,12 @@ CLUSTER = "member1"
 DEPLOYMENT: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment",
                               "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 1}}
 MEMBER = member_key(CLUSTER, DEPLOYMENT)
+MANAGED = {"karmada.io/managed": "true"}  # as the executor stamps what it applies
+
+
+def as_applied(labels: dict[str, str] = MANAGED, **fields: Any) -> dict[str, Any]:
+    """The Deployment in the member's cache, with `labels` and, say, a status."""
+    return {**DEPLOYMENT, "metadata": {**DEPLOYMENT["metadata"], "generation": 1, "labels": labels}, **fields}
 WORK_KEY = f"{keys.execution_namespace(CLUSTER)}/web"
 
 
@@ -97,8 +103,8 @@ async def test_an_object_just_applied_is_waited_for_then_reported(store: ObjectS
         assert result is not None and result.requeue_after == pytest.approx(APPLY_REPORT_GRACE)
         assert await applied_condition(store) == "True"
 
-        caches.deployments.apply("ADDED", {**DEPLOYMENT, "metadata": {**DEPLOYMENT["metadata"], "generation": 1},
-                                           "status": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1}})
+        caches.deployments.apply("ADDED", as_applied(status={"observedGeneration": 1, "replicas": 1,
+                                                             "readyReplicas": 1}))
         assert await statuses.reconcile(WORK_KEY) is None
         work = await store.get(registry.WORK, keys.execution_namespace(CLUSTER), "web")
         assert [s.identifier.name for s in work.status.manifest_statuses] == ["web"]
@@ -127,3 +133,19 @@ async def test_an_object_deleted_after_its_apply_was_reported_is_missing_at_once
         applied.reported(MEMBER)  # the ADDED event, then the DELETED one: the cache no longer holds it
         assert await statuses.reconcile(WORK_KEY) is None
         assert await applied_condition(store) == "False"
+
+
+@pytest.mark.asyncio
+async def test_an_object_replaced_by_one_flotilla_does_not_manage_is_not_the_works(store: ObjectStore) -> None:
+    clock = FakeClock()
+    async with reconciler(store, clock) as (statuses, caches, applied):
+        applied.record(MEMBER, {"metadata": {"generation": 1}}, clock.monotonic())
+        caches.deployments.apply("ADDED", as_applied({"owner": "other-team"},
+                                                     status={"observedGeneration": 1, "readyReplicas": 1}))
+        assert await statuses.reconcile(WORK_KEY) is None
+        work = await store.get(registry.WORK, keys.execution_namespace(CLUSTER), "web")
+        assert not work.status.manifest_statuses  # its status is not reported as the Work's
+        condition = get_condition(work.status.conditions, "Applied")
+        assert (condition.status, condition.reason, condition.message) == (
+            "False", "AppliedFailed",
+            "Manifest is held by an object Flotilla does not manage in the member cluster: Deployment default/web")
