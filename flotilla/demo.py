@@ -8,8 +8,13 @@ back, its leftover copy is deleted and nothing moves back; an application failov
 and the failover's timeline with its recovery time.
 
 Every step waits for its condition with a deadline (the only timed wait is a "stays for N s"
-check) and is printed with the time it happened. The command exits 0 only if every step
-happened; otherwise it names the step that timed out and exits 1. The plane is stopped at the
+check) and is printed with the time it happened. A claim the narration makes about what happened
+is checked against what the demo observed before it is printed: the eviction came no sooner than
+the toleration after the NoExecute taint, the graceful eviction task was dropped only after the
+binding reported the new replicas ready, member1 still had its copy when it came back, and
+member3 stayed Ready through the application failover. The command exits 0 only if every step
+happened and every check held; otherwise it names the step that timed out or the check that
+failed and exits 1. The plane is stopped at the
 end, on Ctrl-C and on errors, unless `--keep` is given.
 
 The demo talks to the plane through the library: the store (informers on clusters and bindings,
@@ -118,6 +123,80 @@ class StepBroken(Exception):
         self.what = what
 
 
+class CheckFailed(Exception):
+    """A narrated claim that what the demo observed does not bear out."""
+
+    def __init__(self, claim: str, observed: str) -> None:
+        super().__init__(f"check failed: {claim}: {observed}")
+        self.claim = claim
+
+
+# -- the claims the narration makes, checked against what was observed (pure) -----------------
+
+def ready_condition(cluster: Any) -> str:
+    from flotilla.api.conditions import get_condition
+
+    condition = get_condition(cluster.status.conditions, "Ready")
+    return condition.status if condition is not None else ""
+
+
+def stayed_ready(name: str, versions: Sequence[Any]) -> str | None:
+    """What contradicts "the cluster stayed Ready": a version of it, in the order they arrived,
+    whose Ready condition is not True; None when every one is True."""
+    if not versions:
+        return f"no version of {name} was observed"
+    for version in versions:
+        status = ready_condition(version)
+        if status != "True":
+            return f"{name} was seen with Ready={status or 'absent'}"
+    return None
+
+
+def toleration_outlasted(taint_added: datetime, evicted: datetime, toleration: float) -> str | None:
+    """What contradicts "the taint outlasted the toleration": an eviction decided (its task's
+    creationTimestamp) sooner than `toleration` seconds after the taint's timeAdded, which is
+    what a toleration counts from; None when it came no sooner."""
+    waited = (evicted - taint_added).total_seconds()
+    if waited < toleration:
+        return f"evicted {waited:.3f} s after the taint was added, within the {toleration:g} s toleration"
+    return None
+
+
+def ready_replicas(item: Any) -> int:
+    """readyReplicas in an aggregatedStatus item's collected status (0 if it has none)."""
+    try:
+        status = json.loads(item.status or b"{}")
+    except ValueError:
+        return 0
+    return int(status.get("readyReplicas") or 0) if isinstance(status, dict) else 0
+
+
+def dropped_after_ready(versions: Sequence[Any], evicted_from: str, to: str, replicas: int
+                        ) -> tuple[int, int] | str:
+    """The graceful eviction task was dropped only once the new replicas were ready: among a
+    binding's versions in the order etcd wrote them, the first without `evicted_from`'s task
+    (after one with it) comes at or after the first whose aggregatedStatus reports `to` Healthy
+    with `replicas` ready. Returns the two versions' indexes, or what contradicts it."""
+    def has_task(binding: Any) -> bool:
+        return any(t.from_cluster == evicted_from for t in binding.spec.graceful_eviction_tasks)
+
+    def ready(binding: Any) -> bool:
+        return any(i.cluster_name == to and i.health == "Healthy" and ready_replicas(i) >= replicas
+                   for i in binding.status.aggregated_status)
+
+    evicted = next((i for i, b in enumerate(versions) if has_task(b)), None)
+    if evicted is None:
+        return f"no version with {evicted_from}'s graceful eviction task"
+    dropped = next((i for i in range(evicted, len(versions)) if not has_task(versions[i])), None)
+    if dropped is None:
+        return f"{evicted_from}'s graceful eviction task is still there"
+    healthy = next((i for i in range(evicted, dropped + 1) if ready(versions[i])), None)
+    if healthy is None:
+        return (f"the task was dropped before the binding reported {replicas} ready replicas in {to} "
+                "(the task timed out, or the drop did not wait for the new replicas)")
+    return healthy, dropped
+
+
 @dataclass(frozen=True)
 class Seen:
     """A condition that held: when it did (for states an informer saw, when it saw them), and what."""
@@ -158,6 +237,8 @@ class Narrator:
     async def _try(self, check: Check) -> Seen | str | None:
         try:
             return await check()
+        except (CheckFailed, StepBroken):
+            raise
         except Exception as e:  # a member that is down, etcd busy: "not yet", not a failure
             return f"{type(e).__name__}: {e}"[:200]
 
@@ -277,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
                          "member2 (Push mode); member3 runs an agent that pulls its own (Pull mode).")
             asyncio.run(Walkthrough(narrator, plane.endpoints, data_dir).run())
             keep = args.keep
-        except (StepTimedOut, StepBroken) as e:
+        except (StepTimedOut, StepBroken, CheckFailed) as e:
             print(f"flotilla demo: {e}", file=sys.stderr)
             print(f"flotilla demo: the services' logs are in {data_dir / 'logs'}", file=sys.stderr)
             return 1
@@ -293,7 +374,8 @@ def run(args: argparse.Namespace) -> int:
                     RunState.path(data_dir).unlink(missing_ok=True)
                     forget_plane(data_dir)
                     _restore_pointer(pointer_before)
-    narrator.say("Demo complete: every step happened." + ("" if keep else " The plane is stopped."))
+    narrator.say("Demo complete: every step happened and every check held."
+                 + ("" if keep else " The plane is stopped."))
     if keep:
         _print_keep(narrator, plane.context(), data_dir)
     return 0
@@ -442,7 +524,6 @@ class Walkthrough:
     # -- the walkthrough ---------------------------------------------------------------------
 
     async def walk(self) -> None:
-        from flotilla.api.conditions import get_condition
         from flotilla.api.taints import TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE
         from flotilla.profiles import PROFILES
         from flotilla.runtime.flags import duration
@@ -454,9 +535,7 @@ class Walkthrough:
         toleration = int(demo["FLOTILLA_DEFAULT_NOT_READY_TOLERATION_SECONDS"])
         health_taints = (TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE)
 
-        def ready_status(cluster: Any) -> str:
-            condition = get_condition(cluster.status.conditions, "Ready")
-            return condition.status if condition is not None else ""
+        ready_status = ready_condition
 
         def tainted(effect: str) -> Callable[[Any], bool]:
             return lambda c: any(t.key in health_taints and t.effect == effect for t in c.spec.taints)
@@ -500,11 +579,25 @@ class Walkthrough:
         async def evicted() -> Seen | str | None:
             found = self.bindings.first(key, binding_mark, lambda b: any(
                 t.from_cluster == "member1" for t in b.spec.graceful_eviction_tasks))
-            return Seen(found.at) if found else None
+            if found is None:
+                return None
+            task = next(t for t in found.obj.spec.graceful_eviction_tasks if t.from_cluster == "member1")
+            tainted_version = self.clusters.first("member1", cluster_mark, tainted("NoExecute"))
+            if tainted_version is None or not task.HasField("creation_timestamp"):
+                raise CheckFailed("the eviction came no sooner than the toleration",
+                                  "no NoExecute taint, or an eviction task without its creationTimestamp")
+            taint = next(t for t in tainted_version.obj.spec.taints
+                         if t.key in health_taints and t.effect == "NoExecute")
+            added, at = ts(taint.time_added), ts(task.creation_timestamp)
+            problem = toleration_outlasted(added, at, toleration)
+            if problem is not None:
+                raise CheckFailed(f"the taint outlasted nginx's {toleration} s toleration", problem)
+            return Seen(found.at, f"{(at - added).total_seconds():.1f}")
         seen.append(TimelineEntry(no_execute.at, "cluster taints", "member1 tainted NoExecute"))
-        eviction = await n.step("nginx evicted from member1", evicted, 60,
-                     f"The taint outlasted nginx's {toleration} s toleration: Flotilla evicts nginx from member1. "
-                     "It keeps member1's copy (a graceful eviction task) until the replacement is ready")
+        eviction = await n.step("nginx evicted from member1", evicted, 60, lambda got: (
+            f"The taint outlasted nginx's {toleration} s toleration (evicted {got.detail} s after the NoExecute "
+            "taint's timeAdded): Flotilla evicts nginx from member1. It keeps member1's copy (a graceful "
+            "eviction task) until the replacement is ready"))
         seen.append(TimelineEntry(eviction.at, "binding", "graceful eviction task for member1 added"))
         moved = await n.step("nginx rescheduled to member2:3", self.binding_placed("nginx-deployment", "member2:3",
                                                                            binding_mark), 60,
@@ -517,15 +610,17 @@ class Walkthrough:
             binding = self.bindings.latest(key)
             if binding is None:
                 return "no binding"
-            if binding.spec.graceful_eviction_tasks:
+            if any(t.from_cluster == "member1" for t in binding.spec.graceful_eviction_tasks):
                 return "graceful eviction task still there"
-            found = self.bindings.first(key, binding_mark, lambda b: placement(b) == "member2:3"
-                                        and not b.spec.graceful_eviction_tasks)
-            return Seen(found.at) if found else None
+            versions = [v.obj for v in self.bindings.versions.get(key, [])[binding_mark:]]
+            order = dropped_after_ready(versions, "member1", "member2", 3)
+            if isinstance(order, str):
+                raise CheckFailed("the graceful eviction task was dropped after the new replicas were ready", order)
+            return Seen(self.bindings.versions[key][binding_mark + order[1]].at)
         seen.append(TimelineEntry(ready.at, "member2", "3/3 replicas ready"))
         dropped = await n.step("the graceful eviction task dropped", task_dropped, 60,
-                     "The new replicas are ready, so Flotilla drops the graceful eviction task: member1's copy is "
-                     "no longer needed")
+                     "The binding reports the 3 new replicas ready in member2, and only then Flotilla drops the "
+                     "graceful eviction task: member1's copy is no longer needed")
         seen.append(TimelineEntry(dropped.at, "binding", "graceful eviction task dropped"))
         back = await n.step("the nginx template reading 3/3 again", self.template_ready("nginx", 3), 60,
                             "The nginx Deployment reads 3/3 ready again, all on member2")
@@ -543,6 +638,16 @@ class Walkthrough:
         cluster_mark = self.clusters.mark("member1")
         await self.fault("member1", "recover")
         n.say("member1 comes back: its API server answers again")
+
+        # Flotilla deletes member1's copy only once member1 is Ready again (its success threshold),
+        # so the copy is there to be seen as soon as member1 answers.
+        async def copy_in_member1() -> Seen | str | None:
+            obj = await self.members["member1"].get("apps/v1", "Deployment", "default", "nginx")
+            if obj is None:
+                raise CheckFailed("member1 still had its copy of nginx", "nginx was gone from member1 when it answered")
+            return n.now()
+        await n.step("member1 still runs its copy of nginx", copy_in_member1, 30,
+                     "member1 still has the copy of nginx it ran before it went down")
         await n.step("member1 Ready", self.cluster_state("member1", cluster_mark, lambda c: ready_status(c) == "True",
                                                          ""), 60,
                      f"Flotilla marks member1 Ready again after {success_threshold:g} s of good probes")
@@ -590,11 +695,21 @@ class Walkthrough:
                      60, "The scheduler placed api: 1 replica on member2, 1 on member3")
         await n.step("api ready in member3", self.ready_in("member3", "api", 1), 60, "api is 1/1 ready in member3")
         api_mark = self.bindings.mark("default/api-deployment")
+        member3_before, member3_mark = self.clusters.latest("member3"), self.clusters.mark("member3")
         await self.app_fault("member3", "api", healthy=False)
-        n.say("api's pods on member3 stop being ready (the application crashes) while member3 itself stays "
-              "Ready")
-        await n.step("api moved off member3", self.binding_placed("api-deployment", "member2:2", api_mark), 60,
-                     "api stayed unhealthy on member3 for 5 s: Flotilla moves its replica to member2 (member2:2)")
+        n.say("api's pods on member3 stop being ready (the application crashes); member3 itself is left running")
+        moved_off = await n.step("api moved off member3",
+                                 self.binding_placed("api-deployment", "member2:2", api_mark), 60,
+                                 "api stayed unhealthy on member3 for 5 s: Flotilla moves its replica to member2 "
+                                 "(member2:2)")
+        # Every version of member3 from before the crash to the move, as the informer delivered them.
+        member3 = [member3_before] if member3_before is not None else []
+        member3 += [v.obj for v in self.clusters.versions.get("member3", [])[member3_mark:] if v.at <= moved_off.at]
+        problem = stayed_ready("member3", member3)
+        if problem is not None:
+            raise CheckFailed("member3 stayed Ready through the application failover", problem)
+        n.say(f"member3 stayed Ready throughout ({len(member3)} version(s) of it seen, each Ready=True): it was "
+              "the application that failed over, not the cluster")
         api = self.bindings.latest("default/api-deployment")
         records = list(api.status.failover_history) if api is not None else []
         n.print(detail_lines([f"failover history of api: {r.from_cluster} -> {','.join(r.to_clusters)} "

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from flotilla.api.conditions import set_condition
+from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.cli.errors import CLIError
 from flotilla.demo import (
+    CheckFailed,
     Narrator,
     Seen,
     StepBroken,
     StepTimedOut,
     TimelineEntry,
+    dropped_after_ready,
     event_text,
     format_timeline,
     narration_line,
     prepare_data_dir,
     recovery_seconds,
+    stayed_ready,
+    toleration_outlasted,
 )
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -143,3 +150,65 @@ def test_prepare_data_dir_clears_an_old_demo_but_not_other_dirs(tmp_path: Path) 
     with pytest.raises(CLIError, match="not a Flotilla data dir"):
         prepare_data_dir(other)
     assert (other / "cat.jpg").exists()
+
+
+# -- the narrated claims' checks ------------------------------------------------------------------
+
+def cluster_with_ready(status: str) -> cluster_pb2.Cluster:
+    cluster = cluster_pb2.Cluster()
+    cluster.metadata.name = "member3"
+    if status:
+        set_condition(cluster.status.conditions, "Ready", status, "r", "", T0)
+    return cluster
+
+
+def test_stayed_ready_needs_every_observed_version_ready() -> None:
+    assert stayed_ready("member3", [cluster_with_ready("True")] * 3) is None
+    assert stayed_ready("member3", [cluster_with_ready("True"), cluster_with_ready("Unknown"),
+                                    cluster_with_ready("True")]) == "member3 was seen with Ready=Unknown"
+    assert stayed_ready("member3", [cluster_with_ready("")]) == "member3 was seen with Ready=absent"
+    assert stayed_ready("member3", []) == "no version of member3 was observed"
+
+
+def test_the_toleration_counts_from_the_taints_time_added() -> None:
+    added = T0.replace(microsecond=0)
+    assert toleration_outlasted(added, added + timedelta(seconds=5), 5) is None
+    assert toleration_outlasted(added, added + timedelta(seconds=4.2), 5) == (
+        "evicted 4.200 s after the taint was added, within the 5 s toleration")
+
+
+def rb_version(task: bool, member2_ready: int | None = None) -> work_pb2.ResourceBinding:
+    rb = work_pb2.ResourceBinding()
+    rb.spec.clusters.add(name="member2", replicas=3)
+    if task:
+        rb.spec.graceful_eviction_tasks.add(from_cluster="member1")
+    if member2_ready is not None:
+        rb.status.aggregated_status.add(cluster_name="member2", health="Healthy", applied=True,
+                                        status=json.dumps({"readyReplicas": member2_ready}).encode())
+    return rb
+
+
+def test_the_task_must_be_dropped_only_after_the_new_replicas_were_ready() -> None:
+    before = rb_version(False, 2)
+    in_order = [before, rb_version(True, 2), rb_version(True, 3), rb_version(False, 3)]
+    assert dropped_after_ready(in_order, "member1", "member2", 3) == (2, 3)
+    # In one write: the version that dropped it already reports the replicas ready.
+    assert dropped_after_ready([rb_version(True, 2), rb_version(False, 3)], "member1", "member2", 3) == (1, 1)
+    # Dropped while member2 reported 2 ready (the old replicas' health, or the task's timeout).
+    assert "dropped before the binding reported 3 ready replicas in member2" in str(
+        dropped_after_ready([before, rb_version(True, 2), rb_version(False, 2), rb_version(False, 3)],
+                            "member1", "member2", 3))
+    assert dropped_after_ready([rb_version(True, 3)], "member1", "member2", 3) == (
+        "member1's graceful eviction task is still there")
+    assert dropped_after_ready([before], "member1", "member2", 3) == "no version with member1's graceful eviction task"
+
+
+async def test_a_failed_check_is_not_taken_for_not_yet() -> None:
+    n, out = narrator()
+
+    async def contradicted() -> Seen | str | None:
+        raise CheckFailed("member1 still had its copy of nginx", "nginx was gone from member1 when it answered")
+
+    with pytest.raises(CheckFailed, match="check failed: member1 still had its copy of nginx: nginx was gone"):
+        await n.step("member1 still runs its copy", contradicted, timeout=5, poll=0.001)
+    assert out.getvalue() == ""
