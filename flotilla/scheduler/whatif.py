@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flotilla.api.bindings import Binding
+from flotilla.api.conditions import FALSE, set_condition
 from flotilla.api.taints import (
     EFFECT_NO_EXECUTE,
+    EFFECT_NO_SCHEDULE,
     TAINT_CLUSTER_NOT_READY,
     get_matching_tolerations,
     min_toleration_seconds,
@@ -33,6 +35,7 @@ from flotilla.scheduler.placement import is_workload
 
 # The taint the taint manager puts on a cluster that stopped being Ready.
 FAILURE_TAINT = meta_pb2.Taint(key=TAINT_CLUSTER_NOT_READY, effect=EFFECT_NO_EXECUTE)
+NOT_READY_NO_SCHEDULE = meta_pb2.Taint(key=TAINT_CLUSTER_NOT_READY, effect=EFFECT_NO_SCHEDULE)
 EVICTION_REASON = "TaintUntolerated"
 EVICTION_PRODUCER = "TaintManager"
 
@@ -55,6 +58,20 @@ def tolerates_forever(placement: policy_pb2.Placement) -> bool:
     """A placement that tolerates a not-ready cluster forever is never evicted from it."""
     tolerated, used = get_matching_tolerations([FAILURE_TAINT], list(placement.cluster_tolerations))
     return tolerated and min_toleration_seconds(used) is None
+
+
+def as_failed(cluster: cluster_pb2.Cluster, now: datetime) -> cluster_pb2.Cluster:
+    """The cluster as the plane sees it once it has failed: not Ready, with the not-ready taints.
+    Failed clusters stay candidates, as in a real failover, so every filter judges them as it would
+    then (an evicted cluster that is still Ready could otherwise take back the copy it holds)."""
+    failed = cluster_pb2.Cluster()
+    failed.CopyFrom(cluster)
+    set_condition(failed.status.conditions, "Ready", FALSE, "ClusterNotReachable", "what if it failed", now,
+                  cluster.metadata.generation)
+    for taint in (FAILURE_TAINT, NOT_READY_NO_SCHEDULE):
+        if not any(t.key == taint.key and t.effect == taint.effect for t in failed.spec.taints):
+            failed.spec.taints.append(taint)
+    return failed
 
 
 def evict(binding: Binding, failed: Sequence[str]) -> Binding:
@@ -80,8 +97,9 @@ def what_if(bindings: Iterable[Binding], clusters: Iterable[cluster_pb2.Cluster]
             framework: Framework, now: datetime, scheduler_name: str,
             empty_workload_propagation: bool = False) -> WhatIf:
     ledger = CapacityLedger(RealClock(), ttl=math.inf)
-    snapshot = core.Snapshot.of(clusters, now, ledger)
     failed_set = set(failed)
+    snapshot = core.Snapshot.of([as_failed(c, now) if c.metadata.name in failed_set else c for c in clusters],
+                                now, ledger)
     forecasts: list[Forecast] = []
     unaffected = 0
     ordered = sorted(bindings, key=lambda b: (-b.spec.schedule_priority.priority, b.kind, b.metadata.namespace,

@@ -65,6 +65,11 @@ async def test_seed_scheduled_then_member1_evicted(store: Store, etcd: EmbeddedE
             obj.metadata.annotations[TRACEPARENT_ANNOTATION] = parent
             return True
 
+        def taint(obj: Any) -> bool:
+            obj.spec.taints.add(key="cluster.karmada.io/not-ready", effect="NoExecute")
+            return True
+
+        await store.mutate(registry.CLUSTER, "", "member1", taint)
         await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", evict)
         binding = await view.wait("default/nginx-deployment", placed(("member2", 3)))
         # The reschedule continues the failover trace: same trace id, a new span.

@@ -77,3 +77,14 @@ def test_what_if_places_the_storm_with_capacity_held() -> None:
         "g": ("Unschedulable", None),
     }
     assert report.forecasts[3].decision.message == "Clusters available replicas 0 are not enough to schedule."
+
+
+def test_a_failed_cluster_does_not_take_back_the_copy_it_held() -> None:
+    # m1, the only cluster the workload may run on, fails: its copy would be the only one, and
+    # a Ready m1 could take it back; failed, it cannot, so the forecast places it nowhere.
+    ready = cluster("m1", "8")
+    ready.status.conditions.add(type="Ready", status="True")
+    only_m1 = binding("a", [("m1", 4)], {"clusterAffinity": {"clusterNames": ["m1"]}, **AGGREGATED})
+    [forecast] = what_if([only_m1], [ready], ["m1"], Framework.build("*", installed={}), NOW,
+                         "default-scheduler").forecasts
+    assert (forecast.decision.outcome.value, forecast.decision.clusters) == ("NoClusterFit", [])
