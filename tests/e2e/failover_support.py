@@ -15,7 +15,7 @@ import itertools
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -83,6 +83,23 @@ class Plane:
 
 def placed(binding: work_pb2.ResourceBinding | None) -> list[tuple[str, int]]:
     return [(t.name, t.replicas) for t in binding.spec.clusters] if binding is not None else []
+
+
+def tasks(binding: work_pb2.ResourceBinding | None) -> list[str]:
+    """The clusters of the binding's graceful eviction tasks."""
+    return [t.from_cluster for t in binding.spec.graceful_eviction_tasks] if binding is not None else []
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float, what: str) -> Any:
+    """A condition only a process shows (the CLI, kubectl), read again until it holds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}: last saw {last!r}")
 
 
 def settled(cluster: cluster_pb2.Cluster | None) -> bool:

@@ -9,12 +9,10 @@ Throughout each failover the workload's ready replicas are read straight from th
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -23,7 +21,7 @@ from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
-from tests.e2e.failover_support import Plane, Sampler, history, placed, started_plane
+from tests.e2e.failover_support import Plane, Sampler, eventually, history, placed, started_plane, tasks
 from tests.factories import EXAMPLES_DIR
 
 pytestmark = pytest.mark.e2e
@@ -36,10 +34,6 @@ GRACEFUL_EVICTION_TIMEOUT = duration(PROFILES["demo"]["FLOTILLA_GRACEFUL_EVICTIO
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     with started_plane(tmp_path_factory, len(MEMBERS)) as started:
         yield started
-
-
-def tasks(binding: work_pb2.ResourceBinding | None) -> list[str]:
-    return [t.from_cluster for t in binding.spec.graceful_eviction_tasks] if binding is not None else []
 
 
 def health(binding: work_pb2.ResourceBinding | None) -> dict[str, str]:
@@ -62,18 +56,6 @@ def work_key(cluster: str, name: str) -> str:
     return f"{keys.execution_namespace(cluster)}/{keys.work_name('default', name, 'Deployment')}"
 
 
-async def eventually(plane: Plane, check: Any, timeout: float, what: str) -> Any:
-    """A condition only the CLI shows, re-read until it holds (each read is a process start)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}: last saw {last!r}")
-
-
 async def cluster_settled(plane: Plane, name: str) -> bool:
     """Ready and free of taints, as `flotillactl get clusters -o json` shows it."""
     cluster = json.loads(await plane.ok("get", "clusters", name, "-o", "json"))
@@ -92,7 +74,7 @@ async def template_reads(plane: Plane, name: str, ready: str) -> bool:
 
 async def recover(plane: Plane, cluster: str) -> None:
     await plane.fault(cluster, "recover")
-    await eventually(plane, lambda: cluster_settled(plane, cluster), 90, f"{cluster} Ready and untainted")
+    await eventually(lambda: cluster_settled(plane, cluster), 90, f"{cluster} Ready and untainted")
 
 
 @pytest.mark.timeout(360)
@@ -121,7 +103,7 @@ async def test_seed_walkthrough_completes_and_nothing_moves_back(plane: Plane) -
                 json.loads(i.status or b"{}") for i in dropped.obj.status.aggregated_status]
             await sampler.until(lambda s: s.ready.get("member2") == 3, 30)
 
-            await eventually(plane, lambda: template_reads(plane, "nginx", "3/3"), 60, "the template reading 3/3")
+            await eventually(lambda: template_reads(plane, "nginx", "3/3"), 60, "the template reading 3/3")
             # Dropping the task lets the executor delete member1's Work; member1 is down, so it waits.
             await works.until(lambda: (w := works.get(work_key("member1", "nginx"))) is not None
                               and w.metadata.HasField("deletion_timestamp"), 60, "member1's Work terminating")
@@ -135,7 +117,7 @@ async def test_seed_walkthrough_completes_and_nothing_moves_back(plane: Plane) -
         await works.until(lambda: works.get(work_key("member1", "nginx")) is None, 120, "member1's Work gone")
         left = await plane.member_deployments("member1")
         assert ("member1", "nginx") not in left, left
-        await eventually(plane, lambda: cluster_settled(plane, "member1"), 90, "member1 Ready and untainted")
+        await eventually(lambda: cluster_settled(plane, "member1"), 90, "member1 Ready and untainted")
         await rbs.hold(lambda: placed(rbs.get(key)) == [("member2", 3)] and not tasks(rbs.get(key)), 6,
                        "nginx stays on member2 after member1 recovered")
         after = [v for v in rbs.of(key) if v.at >= evicted.at]

@@ -19,8 +19,8 @@ from flotilla.api import registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
 from flotilla.profiles import PROFILES
-from tests.e2e.failover_support import Plane, history, started_plane
-from tests.e2e.test_failover import placed, tasks, work_key
+from tests.e2e.failover_support import Plane, history, started_plane, tasks
+from tests.e2e.test_failover import placed, work_key
 from tests.factories import EXAMPLES_DIR
 
 pytestmark = pytest.mark.e2e

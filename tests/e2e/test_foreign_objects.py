@@ -17,8 +17,7 @@ import asyncio
 import json
 import os
 import shutil
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import pytest
 from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
-from tests.e2e.failover_support import Plane, history, placed, started_plane
+from tests.e2e.failover_support import Plane, eventually, history, placed, started_plane
 from tests.factories import EXAMPLES_DIR
 
 KUBECTL = shutil.which("kubectl")
@@ -119,18 +118,6 @@ def refused_on(binding: work_pb2.ResourceBinding | None, cluster: str) -> bool:
 def applied(work: work_pb2.Work | None) -> tuple[str, str, str] | None:
     condition = get_condition(work.status.conditions, "Applied") if work is not None else None
     return (condition.status, condition.reason, condition.message) if condition is not None else None
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float, what: str) -> Any:
-    """A condition only a process shows, read again until it holds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}: last saw {last!r}")
 
 
 async def test_abort_leaves_another_teams_object_alone_and_deleting_the_template_keeps_it(
