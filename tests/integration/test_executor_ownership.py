@@ -8,7 +8,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
@@ -22,6 +25,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder, events_for
 from services.executor.execution_manager import ExecutionManager
+from sim import SimServer
 from tests.integration.test_executor_execution import join, set_ready
 from tests.sim_fixtures import KubeHttp, StartSim
 from tests.watching import Watch
@@ -103,14 +107,27 @@ async def executing(store: Store, wrap: Callable[[MemberClient], MemberClient] |
         await clients.close()
 
 
-async def test_abort_leaves_a_foreign_object_alone_reports_it_and_does_not_delete_it(
-    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient],
-    kube_http: Callable[..., KubeHttp]
-) -> None:
+@dataclass
+class Member1:
+    """A simulated member1, joined to the plane: its server, a client and raw HTTPS to it."""
+
+    server: SimServer
+    client: MemberClient
+    api: KubeHttp
+
+
+@pytest.fixture
+async def member1(store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient],
+                  kube_http: Callable[..., KubeHttp]) -> Member1:
     server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
-    member = member_client(server)
     await join(store, server, "member1")
-    before = await create_foreign(kube_http(server.cluster("member1")))
+    return Member1(server, member_client(server), kube_http(server.cluster("member1")))
+
+
+async def test_abort_leaves_a_foreign_object_alone_reports_it_and_does_not_delete_it(
+        store: Store, member1: Member1) -> None:
+    member = member1.client
+    before = await create_foreign(member1.api)
     await create_work(store, ours())
     async with executing(store) as manager:
         watch = Watch(manager.works)
@@ -145,13 +162,9 @@ async def test_abort_leaves_a_foreign_object_alone_reports_it_and_does_not_delet
 
 
 async def test_overwrite_takes_a_foreign_object_over_and_then_it_is_flotillas(
-    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient],
-    kube_http: Callable[..., KubeHttp]
-) -> None:
-    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
-    member = member_client(server)
-    await join(store, server, "member1")
-    before = await create_foreign(kube_http(server.cluster("member1")))
+        store: Store, member1: Member1) -> None:
+    member = member1.client
+    before = await create_foreign(member1.api)
     await create_work(store, ours("overwrite"))
     async with executing(store) as manager:
         watch = Watch(manager.works)
@@ -189,18 +202,14 @@ class ReplacedBeforeDelete(MemberClient):
 
 
 async def test_an_object_replaced_between_the_read_and_the_delete_is_not_deleted(
-    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient],
-    kube_http: Callable[..., KubeHttp]
-) -> None:
-    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
-    member = member_client(server)
-    await join(store, server, "member1")
+        store: Store, member1: Member1) -> None:
+    member = member1.client
     await create_work(store, ours())
     wrapped: list[ReplacedBeforeDelete] = []
 
     def wrap(client: MemberClient) -> MemberClient:
         if not wrapped:
-            wrapped.append(ReplacedBeforeDelete(client, kube_http(server.cluster("member1"))))
+            wrapped.append(ReplacedBeforeDelete(client, member1.api))
         return wrapped[0]
 
     async with executing(store, wrap) as manager:
@@ -216,42 +225,35 @@ async def test_an_object_replaced_between_the_read_and_the_delete_is_not_deleted
 
 
 async def test_an_object_that_cannot_be_read_is_not_taken_for_absent(
-    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient]
-) -> None:
-    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
-    member = member_client(server)
-    await join(store, server, "member1")
+        store: Store, member1: Member1) -> None:
+    member = member1.client
     await create_work(store, ours())
     async with executing(store) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: (applied(manager) or ("",))[0] == "True")
         # The member stops answering while the plane still holds it Ready: the Work's deletion
         # cannot read the object, and must wait rather than release the Work.
-        server.cluster("member1").set_fault("down")
+        member1.server.cluster("member1").set_fault("down")
         await store.delete(registry.WORK, *KEY.split("/"))
         await watch.until(lambda: manager.works.get(KEY).metadata.HasField("deletion_timestamp"))
         await asyncio.sleep(1.5)  # several of the delete's retries: the Work must still be held
         assert EXECUTION_FINALIZER in manager.works.get(KEY).metadata.finalizers
-        server.cluster("member1").set_fault("recover")
+        member1.server.cluster("member1").set_fault("recover")
         await set_ready(store, "member1", "True")
         await watch.until(lambda: manager.works.get(KEY) is None, timeout=30)
         assert await member.get("apps/v1", "Deployment", "default", "nginx") is None
 
 
 async def test_an_object_no_longer_flotillas_is_not_reported_as_the_works_and_is_left_alone(
-    store: Store, start_sim: StartSim, member_client: Callable[..., MemberClient],
-    kube_http: Callable[..., KubeHttp]
-) -> None:
-    server = await start_sim("member1", clock=RealClock(), pod_ready_delay=0.05)
-    member = member_client(server)
-    await join(store, server, "member1")
+        store: Store, member1: Member1) -> None:
+    member = member1.client
     await create_work(store, ours())
     async with executing(store) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: (applied(manager) or ("",))[0] == "True"
                           and bool(manager.works.get(KEY).status.manifest_statuses))
         # Another team takes the object: Flotilla's marks removed from it in place.
-        api = kube_http(server.cluster("member1"))
+        api = member1.api
         taken = await api.ok("PATCH", "/apis/apps/v1/namespaces/default/deployments/nginx",
                              {"metadata": {"labels": {RB_PERMANENT_ID_LABEL: None, "karmada.io/managed": None}}},
                              content_type="application/merge-patch+json")
