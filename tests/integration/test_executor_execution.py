@@ -21,6 +21,7 @@ from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
 from flotilla.store import Store
+from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor.__main__ import execution_clients
 from services.executor.execution_manager import ExecutionManager
@@ -76,12 +77,20 @@ async def joined_work(store: Store, server: SimServer, cluster: str, replicas: i
 
 
 @contextlib.asynccontextmanager
-async def executing(store: Store, backoff: tuple[float, float] | None = None,
-                    as_served: bool = False) -> AsyncIterator[ExecutionManager]:
-    """`as_served`: with the executor service's own member clients instead of a test's."""
+async def executing(store: Store, backoff: tuple[float, float] | None = None, as_served: bool = False,
+                    wrap: Callable[[MemberClient], MemberClient] | None = None,
+                    events: EventRecorder | None = None) -> AsyncIterator[ExecutionManager]:
+    """`as_served`: with the executor service's own member clients instead of a test's; `wrap`:
+    each member client as the test wants it to behave."""
     runtime = Manager(store, RealClock(), compact_informers=True)
     clients = execution_clients(store, runtime) if as_served else MemberClients(store, timeout=1.0)
-    manager = ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull", manager=runtime)
+
+    async def connect(cluster: cluster_pb2.Cluster) -> MemberClient:
+        client = await clients.get(cluster)
+        return wrap(client) if wrap is not None else client
+
+    manager = ExecutionManager(store, RealClock(), connect, lambda c: c.spec.sync_mode != "Pull", manager=runtime,
+                               events=events)
     if backoff is not None:
         manager.watches.backoff = backoff  # member watches reconnect quickly after a fault
     task = asyncio.create_task(manager.run())

@@ -16,16 +16,15 @@ import pytest
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.keys import execution_namespace
-from flotilla.api.v1 import cluster_pb2, core_pb2, meta_pb2, work_pb2
+from flotilla.api.v1 import core_pb2, meta_pb2, work_pb2
 from flotilla.api.wellknown import CONFLICT_RESOLUTION_ANNOTATION, EXECUTION_FINALIZER, RB_PERMANENT_ID_LABEL
-from flotilla.clusterstatus.clients import MemberClients
 from flotilla.member import MemberClient
 from flotilla.runtime.clock import RealClock
-from flotilla.runtime.manager import Manager
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder, events_for
 from services.executor.execution_manager import ExecutionManager
 from sim import SimServer
+from tests.integration.test_executor_execution import executing as executing_works
 from tests.integration.test_executor_execution import join, set_ready
 from tests.sim_fixtures import KubeHttp, StartSim
 from tests.watching import Watch
@@ -89,22 +88,8 @@ async def sync_failed(store: Store, obj: Any, timeout: float = 15) -> core_pb2.E
 @contextlib.asynccontextmanager
 async def executing(store: Store, wrap: Callable[[MemberClient], MemberClient] | None = None
                     ) -> AsyncIterator[ExecutionManager]:
-    runtime = Manager(store, RealClock(), compact_informers=True)
-    clients = MemberClients(store, timeout=1.0)
-
-    async def connect(cluster: cluster_pb2.Cluster) -> MemberClient:
-        client = await clients.get(cluster)
-        return wrap(client) if wrap is not None else client
-
-    manager = ExecutionManager(store, RealClock(), connect, lambda c: c.spec.sync_mode != "Pull", manager=runtime,
-                               events=EventRecorder(store, "flotilla-executor"))
-    task = asyncio.create_task(manager.run())
-    try:
+    async with executing_works(store, wrap=wrap, events=EventRecorder(store, "flotilla-executor")) as manager:
         yield manager
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await clients.close()
 
 
 @dataclass
