@@ -14,7 +14,7 @@ used from many threads; calls of the same script are serialized.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +46,18 @@ class _ScriptRule:
 
 
 class HealthInterpreter:
+    """`unreadable`: the customizations stored but not known (their values do not decode and no
+    good one was seen). While there is one, no health is interpreted: its rules are unknown, and
+    read without them a Healthy workload could read Unhealthy (and be failed over) or the other
+    way round. Everything reads Unknown, which pauses application failover and keeps eviction
+    tasks, until the customization reads again."""
+
     def __init__(self, customizations: Iterable[ResourceInterpreterCustomization] = (),
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, unreadable: Callable[[], Sequence[str]] | None = None) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self._timeout = timeout
+        self._unreadable = unreadable
         self._rules: dict[tuple[str, str], _ScriptRule] = {}
         self.set_customizations(customizations)
 
@@ -75,6 +82,10 @@ class HealthInterpreter:
         return (api_version, kind) in self._rules or native_health_rule(api_version, kind) is not None
 
     def interpret(self, obj: Mapping[str, Any]) -> HealthResult:
+        unknown = self._unreadable() if self._unreadable is not None else ()
+        if unknown:
+            return HealthResult(UNKNOWN, f"ResourceInterpreterCustomization {unknown[0]} cannot be read: health is "
+                                         f"not interpreted until it can be")
         api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
         script_rule = self._rules.get((api_version, kind))
         rule = script_rule.interpret if script_rule is not None else native_health_rule(api_version, kind)

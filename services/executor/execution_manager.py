@@ -36,7 +36,8 @@ class ExecutionManager:
         self.works.add_indexer(MEMBER_OBJECT_INDEX, member_objects_of)
         self.clusters = manager.informer(registry.CLUSTER)
         self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
-        self.interpreter = HealthInterpreter(timeout=interpreter_timeout)
+        # A customization that does not decode leaves every health Unknown, not interpreted without it.
+        self.interpreter = HealthInterpreter(timeout=interpreter_timeout, unreadable=self.customizations.unknown)
         # Shared: status is read from a member's cache only once it has seen the last apply.
         self.applied = applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(
