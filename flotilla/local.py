@@ -291,16 +291,14 @@ class LocalControlPlane:
 def cluster_not_ready(cluster: object | None) -> str:
     """Why a cluster is not yet usable for scheduling, or "" when it is: Ready=True and none
     of the health taints (which the taint manager lifts just after Ready turns True)."""
-    from flotilla.api.conditions import get_condition
+    from flotilla.api.clusters import cluster_not_ready_reason
     from flotilla.api.taints import TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE
 
     if cluster is None:
         return "not joined"
-    condition = get_condition(cluster.status.conditions, "Ready")  # type: ignore[attr-defined]
-    if condition is None:
-        return "no Ready condition yet"
-    if condition.status != "True":
-        return f"Ready={condition.status}" + (f", {condition.reason}" if condition.reason else "")
+    why = cluster_not_ready_reason(cluster)  # type: ignore[arg-type]
+    if why is not None:
+        return why
     taints = [t.key for t in cluster.spec.taints  # type: ignore[attr-defined]
               if t.key in (TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE)]
     return f"Ready, still tainted {', '.join(taints)}" if taints else ""

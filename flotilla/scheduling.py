@@ -39,6 +39,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.selectors import compile_label_selector, label_selector_matches, requirement_matches, zones_match
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 
@@ -135,7 +136,6 @@ class ClusterInfo:
         )
         # Admission moves the deprecated `zone` into `zones`; objects written around it still count.
         zones = tuple(spec.zones) or ((spec.zone,) if spec.zone else ())
-        ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions)
         return cls(
             name=cluster.metadata.name,
             cluster=cluster,
@@ -146,7 +146,7 @@ class ClusterInfo:
             taints=tuple(spec.taints),
             api_enablements=apis,
             deleting=cluster.metadata.HasField("deletion_timestamp"),
-            ready=ready,
+            ready=cluster_ready(cluster),
         )
 
     def serves(self, api_version: str, kind: str) -> bool:

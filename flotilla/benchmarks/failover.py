@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from flotilla.api import keys, registry
-from flotilla.api.conditions import get_condition, is_true
+from flotilla.api.clusters import cluster_ready
+from flotilla.api.conditions import get_condition
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
 from flotilla.benchmarks.resources import (
@@ -240,13 +241,14 @@ class Watcher:
     async def on_cluster(self, kind: EventType, cluster: cluster_pb2.Cluster, _old: Any) -> None:
         now = time.monotonic()
         name = cluster.metadata.name
-        ready = is_true(cluster.status.conditions, "Ready")
+        ready = cluster_ready(cluster)
         if name == self.victim:
             if not ready and self.ready_false_at is None:
                 self.ready_false_at = now
             if self.taint_at is None and any(t.effect == EFFECT_NO_EXECUTE for t in cluster.spec.taints):
                 self.taint_at = now
         elif not ready and name not in self.failed and kind != EventType.DELETED:
+            # The whole condition, not cluster_not_ready_reason: a false alarm is reported field by field.
             condition = get_condition(cluster.status.conditions, "Ready")
             self.false_alarms.append({"cluster": name, "status": condition.status if condition else "missing",
                                       "reason": condition.reason if condition else "",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flotilla import jsonbytes
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.v1 import cluster_pb2
 from flotilla.member.client import MemberClient, MemberError
 from flotilla.runtime.clock import Clock
@@ -230,4 +230,4 @@ class MemberWatches:
 
 
 def _ready(cluster: cluster_pb2.Cluster) -> bool:
-    return not cluster.metadata.HasField("deletion_timestamp") and is_true(cluster.status.conditions, "Ready")
+    return not cluster.metadata.HasField("deletion_timestamp") and cluster_ready(cluster)

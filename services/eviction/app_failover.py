@@ -25,7 +25,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 
 from flotilla.api.bindings import Binding, cached
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
@@ -58,7 +58,7 @@ def ready_clusters(clusters: Informer[cluster_pb2.Cluster], binding: Binding) ->
     ready = {}
     for target in binding.spec.clusters:
         cluster = clusters.get(target.name)
-        ready[target.name] = cluster is not None and is_true(cluster.status.conditions, "Ready")
+        ready[target.name] = cluster is not None and cluster_ready(cluster)
     return ready
 
 

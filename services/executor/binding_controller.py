@@ -29,7 +29,8 @@ from opentelemetry import trace
 from flotilla.aggregated_status import expected_clusters
 from flotilla.api import bindings, keys, registry, wellknown
 from flotilla.api.bindings import Binding, binding_key, parse_binding_key
-from flotilla.api.conditions import TRUE, get_condition, is_true, remove_condition, set_condition
+from flotilla.api.clusters import cluster_ready
+from flotilla.api.conditions import TRUE, get_condition, remove_condition, set_condition
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION, TRACEPARENT_ANNOTATION
@@ -283,7 +284,7 @@ class BindingReconciler:
         for name in blocked:
             cluster = await self.store.try_get(registry.CLUSTER, "", name)
             if (cluster is not None and not cluster.metadata.HasField("deletion_timestamp")
-                    and not is_true(cluster.status.conditions, "Ready")):
+                    and not cluster_ready(cluster)):
                 unready.append(name)
         waiting = (f"purgeMode Directly: the new Works are created once the old Work in cluster(s) "
                    f"{', '.join(blocked)} is deleted")

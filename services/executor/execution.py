@@ -20,7 +20,8 @@ from opentelemetry import trace
 
 from flotilla import jsonbytes
 from flotilla.api import registry
-from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
+from flotilla.api.clusters import cluster_ready
+from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
 from flotilla.api.v1 import cluster_pb2, meta_pb2, work_pb2
 from flotilla.api.wellknown import (
@@ -118,7 +119,7 @@ class ExecutionReconciler:
         # A cluster that is gone or being removed cannot be cleaned: release the Work.
         releasing = cluster is None or cluster.metadata.HasField("deletion_timestamp")
         if cluster is not None and not keep and not releasing:
-            if not is_true(cluster.status.conditions, "Ready"):
+            if not cluster_ready(cluster):
                 raise ClusterNotReady(f"cluster({cluster.metadata.name}) not ready")
             client = await self.connect(cluster)
             for manifest in manifests(work):
@@ -157,7 +158,7 @@ class ExecutionReconciler:
             return
         if _applied_for_generation(work):
             return
-        if cluster is None or not is_true(cluster.status.conditions, "Ready"):
+        if cluster is None or not cluster_ready(cluster):
             raise ClusterNotReady(f"cluster({cluster.metadata.name if cluster else '?'}) not ready")
         client = await self.connect(cluster)
         errors: list[MemberError | ValueError | OwnershipConflict] = []

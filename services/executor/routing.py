@@ -16,7 +16,8 @@ from google.protobuf.message import Message
 
 from flotilla.api import keys, registry
 from flotilla.api.bindings import Binding, binding_key
-from flotilla.api.conditions import get_condition, is_true
+from flotilla.api.clusters import cluster_ready
+from flotilla.api.conditions import get_condition
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
@@ -288,7 +289,7 @@ def work(event: WatchEvent[work_pb2.Work]) -> list[str]:
 
 
 def _readiness(cluster: cluster_pb2.Cluster) -> tuple[bool, bool]:
-    return is_true(cluster.status.conditions, "Ready"), cluster.metadata.HasField("deletion_timestamp")
+    return cluster_ready(cluster), cluster.metadata.HasField("deletion_timestamp")
 
 
 def readiness_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:

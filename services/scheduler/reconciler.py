@@ -30,7 +30,8 @@ from opentelemetry import trace
 
 from flotilla.api import registry
 from flotilla.api.bindings import BINDING_KINDS, Binding
-from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, set_condition
+from flotilla.api.clusters import cluster_ready
+from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
@@ -518,7 +519,7 @@ def cluster_status_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     if event.type is EventType.DELETED or old is None or cluster_change_matters(event):
         return False
     return (list(cluster.status.api_enablements) != list(old.status.api_enablements)
-            or is_true(cluster.status.conditions, "Ready") != is_true(old.status.conditions, "Ready"))
+            or cluster_ready(cluster) != cluster_ready(old))
 
 
 def bindings_not_scheduled(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:

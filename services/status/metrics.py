@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Gauge, Histogram
 
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store.informer import EventType, Informer
@@ -30,7 +30,7 @@ def record_ready(event: WatchEvent[cluster_pb2.Cluster]) -> None:
             CLUSTER_READY_STATE.remove(name)
         return
     _known.add(name)
-    CLUSTER_READY_STATE.labels(name).set(1 if is_true(event.obj.status.conditions, "Ready") else 0)
+    CLUSTER_READY_STATE.labels(name).set(1 if cluster_ready(event.obj) else 0)
 
 
 _known: set[str] = set()

@@ -19,7 +19,7 @@ from prometheus_client import Counter
 
 from flotilla.api import registry
 from flotilla.api.bindings import Binding, cached, parse_binding_key
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.registry import ResourceType
 from flotilla.api.taints import (
     EFFECT_NO_EXECUTE,
@@ -90,7 +90,7 @@ _CONDITION_TAINT_KEYS = frozenset({TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREAC
 
 def user_taint_signature(cluster: cluster_pb2.Cluster) -> str:
     """The newest NoExecute taint a user put on a Ready cluster, as `key:effect@timeAdded`; "" if none."""
-    if not is_true(cluster.status.conditions, "Ready"):
+    if not cluster_ready(cluster):
         return ""
     taints = [t for t in cluster.spec.taints if t.effect == EFFECT_NO_EXECUTE and t.key not in _CONDITION_TAINT_KEYS]
     if not taints:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.clock import Clock
 
@@ -58,7 +58,7 @@ def region_of(cluster: cluster_pb2.Cluster) -> str:
 
 
 def healthy(cluster: cluster_pb2.Cluster) -> bool:
-    return is_true(cluster.status.conditions, "Ready")
+    return cluster_ready(cluster)
 
 
 class EvictionProtection:

@@ -9,7 +9,7 @@ from typing import TypeVar
 from google.protobuf.message import Message
 
 from flotilla.api.bindings import Binding, binding_key, keys_by_index
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.keys import object_key
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
@@ -25,12 +25,12 @@ M = TypeVar("M", bound=Message)
 
 
 def needs_no_evicting(cluster: cluster_pb2.Cluster) -> bool:
-    return is_true(cluster.status.conditions, "Ready") and not any(
+    return cluster_ready(cluster) and not any(
         t.effect == EFFECT_NO_EXECUTE for t in current_taints(cluster))
 
 
 def _protection_inputs(cluster: cluster_pb2.Cluster) -> tuple[str, bool, bool]:
-    return region_of(cluster), is_true(cluster.status.conditions, "Ready"), needs_no_evicting(cluster)
+    return region_of(cluster), cluster_ready(cluster), needs_no_evicting(cluster)
 
 
 def protection_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:

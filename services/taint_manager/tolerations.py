@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from flotilla.api.conditions import is_true
+from flotilla.api.clusters import cluster_ready
 from flotilla.api.taints import (
     EFFECT_NO_EXECUTE,
     TAINT_CLUSTER_NOT_READY,
@@ -75,7 +75,7 @@ def current_taints(cluster: cluster_pb2.Cluster) -> list[meta_pb2.Taint]:
     in two writes that watchers may see in either order; an eviction decided in between would
     move workloads off a cluster that has just recovered (docs/differences.md, decision 11).
     """
-    if not is_true(cluster.status.conditions, "Ready"):
+    if not cluster_ready(cluster):
         return list(cluster.spec.taints)
     return [t for t in cluster.spec.taints if t.key not in _READINESS_TAINTS]
 
