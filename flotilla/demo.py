@@ -136,6 +136,7 @@ class CheckFailed(Exception):
 def ready_condition(cluster: Any) -> str:
     from flotilla.api.conditions import get_condition
 
+    # The status itself, not cluster_ready's yes or no: the narration names it (Ready=False, absent).
     condition = get_condition(cluster.status.conditions, "Ready")
     return condition.status if condition is not None else ""
 

@@ -94,7 +94,8 @@ def _condition(type_: str) -> Cell[_Binding | work_pb2.Work]:
 
 def _cluster_ready(obj: cluster_pb2.Cluster, now: datetime) -> str:
     # A cluster the status controller has not probed yet has no Ready condition:
-    # its readiness is unknown, which says more than a blank cell.
+    # its readiness is unknown, which says more than a blank cell. The column shows the status
+    # itself (True, False, Unknown), not cluster_ready's yes or no.
     return conditions.condition_status(obj.status.conditions, "Ready") or conditions.UNKNOWN
 
 

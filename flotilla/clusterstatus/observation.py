@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flotilla.api.clusters import CLUSTER_READY
 from flotilla.api.conditions import FALSE, TRUE
 
-READY = "Ready"
+READY = CLUSTER_READY
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ class CollectionUpdate:
 
 
 def persisted_ready(status: cluster_pb2.ClusterStatus) -> ReadyObservation | None:
+    # The writer's side: the whole condition, to compare with the next probe, not cluster_ready.
     condition = get_condition(status.conditions, READY)
     if condition is None:
         return None

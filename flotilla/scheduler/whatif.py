@@ -66,6 +66,7 @@ def as_failed(cluster: cluster_pb2.Cluster, now: datetime) -> cluster_pb2.Cluste
     then (an evicted cluster that is still Ready could otherwise take back the copy it holds)."""
     failed = cluster_pb2.Cluster()
     failed.CopyFrom(cluster)
+    # Writes Ready (on a copy, as the status service would); the filters then read it with cluster_ready.
     set_condition(failed.status.conditions, "Ready", FALSE, "ClusterNotReachable", "what if it failed", now,
                   cluster.metadata.generation)
     for taint in (FAILURE_TAINT, NOT_READY_NO_SCHEDULE):

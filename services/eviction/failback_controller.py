@@ -40,6 +40,7 @@ def ready_since(cluster: cluster_pb2.Cluster | None) -> datetime | None:
     """Since when the cluster is Ready; None when it is not (or says nothing)."""
     if cluster is None:
         return None
+    # Not cluster_ready: failback needs since when, the condition's lastTransitionTime.
     ready = get_condition(cluster.status.conditions, "Ready")
     if ready is None or ready.status != TRUE or not ready.HasField("last_transition_time"):
         return None

@@ -230,6 +230,7 @@ class GracefulEvictionReconciler:
             obj = self.clusters.get(cluster) if self.clusters is not None else None
         except Undecodable:
             return None  # for a trace only: the closing of the failover is not held up for it
+        # Not cluster_ready: the trace needs when Ready left True (its lastTransitionTime).
         ready = get_condition(obj.status.conditions, "Ready") if obj is not None else None
         if obj is None or ready is None or ready.status == TRUE or not ready.HasField("last_transition_time"):
             return None

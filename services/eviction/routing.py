@@ -76,6 +76,7 @@ def ready_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
 
 
 def _ready(cluster: cluster_pb2.Cluster) -> tuple[str, int] | None:
+    # Not cluster_ready: failback counts from the lastTransitionTime, so a new one matters too.
     ready = get_condition(cluster.status.conditions, "Ready")
     return None if ready is None else (ready.status, ready.last_transition_time.ToNanoseconds())
 

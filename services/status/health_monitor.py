@@ -30,6 +30,7 @@ def _time(ts: Timestamp) -> datetime | None:
 
 
 def ready_snapshot(cluster: cluster_pb2.Cluster) -> ReadySnapshot | None:
+    # The writer's side: the whole condition, to compare with the next verdict, not cluster_ready.
     condition = get_condition(cluster.status.conditions, READY)
     if condition is None:
         return None

@@ -68,6 +68,7 @@ class ClusterTaintReconciler:
         name = cluster.metadata.name
         stamp = cluster.metadata.annotations.get(TRACEPARENT_ANNOTATION, "")
         parent = context_from(cluster.metadata.annotations)
+        # Not cluster_ready: a span is for a taint added since the lastTransitionTime of Ready.
         ready = get_condition(cluster.status.conditions, "Ready")
         if parent is None or ready is None or ready.status == TRUE:
             return

@@ -47,6 +47,8 @@ def plan_condition_taints(
     recheck = None
     if cluster.metadata.HasField("deletion_timestamp"):
         add.add((TAINT_CLUSTER_TERMINATING, EFFECT_NO_EXECUTE))
+    # Not cluster_ready: Unknown (unreachable) and False or missing (not-ready) take different taints,
+    # and the NoExecute timeout runs from the lastTransitionTime.
     ready = get_condition(cluster.status.conditions, "Ready")
     status = ready.status if ready is not None else None
     if status == TRUE:
