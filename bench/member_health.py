@@ -25,8 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from flotilla.aio.clock import RealClock  # noqa: E402
 from flotilla.member import MemberClient, load_kubeconfig  # noqa: E402
-from flotilla.runtime.clock import RealClock  # noqa: E402
 from sim import SimServer  # noqa: E402
 
 SMOKE = {"clusters": 2}

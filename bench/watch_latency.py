@@ -25,6 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from flotilla.aio.clock import RealClock  # noqa: E402
 from flotilla.api import codec, registry  # noqa: E402
 from flotilla.api.conditions import set_condition  # noqa: E402
 from flotilla.api.keys import execution_namespace  # noqa: E402
@@ -33,7 +34,6 @@ from flotilla.api.wellknown import EXECUTION_FINALIZER  # noqa: E402
 from flotilla.clusterstatus.clients import MemberClients  # noqa: E402
 from flotilla.credentials import secret_document  # noqa: E402
 from flotilla.member import load_kubeconfig  # noqa: E402
-from flotilla.runtime.clock import RealClock  # noqa: E402
 from flotilla.store import Store  # noqa: E402
 from flotilla.store.embedded import EmbeddedEtcd  # noqa: E402
 from services.executor.execution_manager import ExecutionManager  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Any
 import uvloop
 import yaml
 
-from flotilla.runtime.clock import RealClock
+from flotilla.aio.clock import RealClock
 from flotilla.runtime.flags import duration
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint, Registration

@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 from sim import errors
 from sim.catalog import CRD, crd_document, plural_of
 from sim.faults import Fault, FaultState

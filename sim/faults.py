@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from enum import StrEnum
 
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 from sim.waiting import wait_first
 
 # An unreachable cluster holds requests at most this long (on the Clock), so a client without a

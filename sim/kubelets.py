@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 from sim import pods
 from sim.catalog import NODE, POD
 from sim.nodes import internal_ip

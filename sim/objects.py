@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 from sim import errors, pods
 from sim.catalog import NAMESPACE, ResourceType
 from sim.history import History

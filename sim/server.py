@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 from sim import kube_api, watch
 from sim.admin_api import admin_routes
 from sim.cluster import DEFAULT_VERSION, SimCluster

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from flotilla.runtime.tasks import cancel_and_wait
+from flotilla.aio.tasks import cancel_and_wait
 from sim.tls import ensure_ca
 
 # How long a child may take to serve its clusters (a hundred TLS listeners, kubeconfigs written)

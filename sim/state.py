@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 from sim import errors, other_status, pods
 from sim.catalog import CRD, NAMESPACE, NODE, POD, Catalog, ResourceType, builtin, types_of_crd
 from sim.kubelets import AppFault, Kubelets

@@ -10,8 +10,8 @@ import itertools
 import logging
 from collections.abc import Callable
 
-from flotilla.runtime.clock import Clock
-from flotilla.runtime.tasks import cancel_and_wait
+from flotilla.aio.clock import Clock
+from flotilla.aio.tasks import cancel_and_wait
 from sim.waiting import wait_first
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from flotilla.runtime.tasks import cancel_and_wait
+from flotilla.aio.tasks import cancel_and_wait
 
 
 async def wait_first(*aws: Coroutine[Any, Any, Any]) -> int:

@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from flotilla.aio.clock import Clock, FakeClock
 from flotilla.member import MemberClient, load_kubeconfig
-from flotilla.runtime.clock import Clock, FakeClock
 from sim import SimCluster, SimServer
 
 StartSim = Callable[..., Awaitable[SimServer]]

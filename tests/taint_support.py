@@ -8,9 +8,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+from flotilla.aio.clock import Clock, RealClock
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import Clock, RealClock
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from services.taint_manager.cluster_taints import TaintConfig

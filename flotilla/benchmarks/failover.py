@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api import keys, registry
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import get_condition
@@ -54,7 +55,6 @@ from flotilla.benchmarks.resources import (
 from flotilla.benchmarks.stats import summary
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import duration
-from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
 from flotilla.store.embedded import free_port

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from flotilla.aio.clock import Clock
 from flotilla.api.conditions import TRUE, get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.collect import Collected, Member, apply_collected
@@ -19,7 +20,6 @@ from flotilla.clusterstatus.collect import collect as collect_from
 from flotilla.clusterstatus.observation import READY, ReadyObservation, client_failure, observe
 from flotilla.clusterstatus.thresholds import Thresholds, ThresholdState, filter_ready
 from flotilla.member import MemberError
-from flotilla.runtime.clock import Clock
 from flotilla.store.errors import StoreError
 
 

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flotilla import jsonbytes
+from flotilla.aio.clock import Clock
+from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.v1 import cluster_pb2
 from flotilla.member.client import MemberClient, MemberError
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import WatchEvent
-from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store.informer import EventType
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,1 @@
-"""Controller runtime: clock, work queue, reconcile loop, service bootstrap."""
+"""Controller runtime: work queue, reconcile loop, service bootstrap."""

@@ -32,9 +32,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
+from flotilla.aio.clock import Clock
 from flotilla.api import keys
 from flotilla.api.registry import ResourceType
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.workqueue import WorkQueue
 from flotilla.store.base import meta_of

@@ -26,14 +26,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock, RealClock
+from flotilla.aio.tasks import cancel_and_wait
 from flotilla.context import ContextError, resolve_endpoints
 from flotilla.crypto import configured_keys
-from flotilla.runtime.clock import Clock, RealClock
 from flotilla.runtime.collection import settle_for_service
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth
 from flotilla.runtime.manager import Manager
-from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.store import Store, Unavailable
 from flotilla.store.connect import channel_target

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 
 from flotilla import metrics
-from flotilla.runtime.clock import Clock
+from flotilla.aio.clock import Clock
 
 __all__ = ["QueueShutDown", "WorkQueue"]
 

@@ -22,9 +22,9 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Protocol
 
+from flotilla.aio.clock import Clock
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.member.quantity import Quantity
-from flotilla.runtime.clock import Clock
 
 CPU = "cpu"
 PODS = "pods"

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from flotilla.aio.clock import RealClock
 from flotilla.api.bindings import Binding
 from flotilla.api.conditions import FALSE, set_condition
 from flotilla.api.taints import (
@@ -26,7 +27,6 @@ from flotilla.api.taints import (
     min_toleration_seconds,
 )
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2
-from flotilla.runtime.clock import RealClock
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import CapacityLedger, replica_request
 from flotilla.scheduler.framework import Framework

@@ -22,9 +22,9 @@ from typing import Any, Generic, TypeAlias, TypeVar
 from google.protobuf.message import Message
 
 from flotilla import jsonbytes
+from flotilla.aio.clock import Clock
 from flotilla.api import codec, keys, registry
 from flotilla.api.v1 import meta_pb2
-from flotilla.runtime.clock import Clock
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, Undecodable
 
 M = TypeVar("M", bound=Message)

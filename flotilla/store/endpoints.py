@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 import aetcd
 import aetcd.exceptions
 
-from flotilla.runtime.tasks import cancel_and_wait
+from flotilla.aio.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

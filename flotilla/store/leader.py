@@ -25,7 +25,7 @@ import aetcd
 import aetcd.exceptions
 import aetcd.rtypes
 
-from flotilla.runtime.tasks import cancel_and_wait
+from flotilla.aio.tasks import cancel_and_wait
 from flotilla.store.connect import watch as checked_watch
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ import builtins
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
-from flotilla.runtime.clock import Clock, RealClock
+from flotilla.aio.clock import Clock, RealClock
 from flotilla.store.base import KeyValue, StoreBase, WatchEvent, WatchKind
 from flotilla.store.errors import Compacted, StoreError, Unavailable
 

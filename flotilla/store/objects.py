@@ -21,9 +21,9 @@ import aetcd.exceptions
 import aetcd.rtypes
 from aetcd.transactions import Create, Delete, Get, Mod, Put, Txn
 
+from flotilla.aio.clock import Clock, RealClock
 from flotilla.api.keys import etcd_prefix
 from flotilla.crypto import ENV_KEY_FILE, PREFIX, EncryptionError, EncryptionKeys, configured_keys
-from flotilla.runtime.clock import Clock, RealClock
 from flotilla.store.base import (
     KeyValue,
     ListResult,

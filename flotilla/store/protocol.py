@@ -11,8 +11,8 @@ from typing import Protocol, TypeVar
 
 from google.protobuf.message import Message
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
-from flotilla.runtime.clock import Clock
 from flotilla.store.base import ListResult, ResourceRef, WatchEvent
 
 M = TypeVar("M", bound=Message)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from opentelemetry import trace
 from opentelemetry.context import Context
 
+from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.keys import object_key
@@ -31,7 +32,6 @@ from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.eviction import StateNotCollected
 from flotilla.metrics import count_eviction
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import ObjectStore

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore

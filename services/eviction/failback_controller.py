@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached, key_of, parse_binding_key
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of

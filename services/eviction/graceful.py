@@ -25,13 +25,13 @@ from opentelemetry import trace
 from prometheus_client import Counter
 
 from flotilla.aggregated_status import FULLY_APPLIED, carry_aggregation
+from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached, kind_of
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
 from flotilla.failover_history import update_history
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import (
     FAILOVER_RTO_SECONDS,

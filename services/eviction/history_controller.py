@@ -12,9 +12,9 @@ sets it again).
 
 from __future__ import annotations
 
+from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached
 from flotilla.failover_history import update_history
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of

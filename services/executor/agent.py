@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from flotilla.aio.clock import Clock
+from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api import registry
 from flotilla.api.conditions import TRUE
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.member import MemberClient
-from flotilla.runtime.clock import Clock
-from flotilla.runtime.tasks import cancel_and_wait
 from flotilla.store import ObjectStore, StoreError
 from services.executor.lease import LeaseRenewer
 

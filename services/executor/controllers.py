@@ -22,10 +22,10 @@ from typing import TypeVar
 
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import meta_pb2
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager, WatchEvent

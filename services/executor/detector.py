@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from flotilla.aio.clock import Clock
 from flotilla.api import keys, registry, wellknown
 from flotilla.api.bindings import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, Binding, kind_named, parse_binding_key
 from flotilla.api.keys import split_key
@@ -33,7 +34,6 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.binding_builder import build_binding
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of

@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry import trace
 
 from flotilla import jsonbytes
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
@@ -33,7 +34,6 @@ from flotilla.api.wellknown import (
 from flotilla.member import MemberError
 from flotilla.member.watches import Connect
 from flotilla.metrics import timed
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore

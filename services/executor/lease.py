@@ -8,10 +8,10 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, coordination_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
-from flotilla.runtime.clock import Clock
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError
 
 log = logging.getLogger(__name__)

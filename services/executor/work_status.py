@@ -17,6 +17,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from flotilla.aio.clock import Clock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import FALSE, get_condition, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, split_key
@@ -24,7 +25,6 @@ from flotilla.api.registry import split_api_version
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.interpreter.health import UNKNOWN, HealthInterpreter
 from flotilla.member.watches import MemberWatches
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder

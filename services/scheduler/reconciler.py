@@ -28,6 +28,7 @@ from typing import TypeVar
 from google.protobuf.message import Message
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.bindings import BINDING_KINDS, Binding
 from flotilla.api.clusters import cluster_ready
@@ -36,7 +37,6 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
 from flotilla.failover_history import refresh
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Controller, Result
 from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent

@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import grpc
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.bindings import BINDING_KINDS, Binding
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
-from flotilla.runtime.clock import Clock
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework

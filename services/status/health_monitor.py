@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2, coordination_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.observation import READY, ReadyObservation
-from flotilla.runtime.clock import Clock
 from flotilla.store import NotFound, ObjectStore, Undecodable
 from flotilla.store.informer import Informer
 from services.status.monitor import Grace, MonitorState, ReadySnapshot, assess

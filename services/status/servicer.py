@@ -6,10 +6,10 @@ from datetime import datetime
 
 import grpc
 
+from flotilla.aio.clock import Clock
 from flotilla.api.v1 import status_pb2, status_pb2_grpc
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.thresholds import time_until_visible
-from flotilla.runtime.clock import Clock
 from services.rpc import abort
 
 

@@ -13,11 +13,11 @@ from datetime import timedelta
 
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore

@@ -17,6 +17,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from prometheus_client import Counter
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.bindings import Binding, cached, parse_binding_key
 from flotilla.api.clusters import cluster_ready
@@ -39,7 +40,6 @@ from flotilla.eviction import (
 )
 from flotilla.failover_history import refresh
 from flotilla.metrics import count_eviction
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes, span_ns, traceparent
 from flotilla.store import NotFound, ObjectStore, Undecodable

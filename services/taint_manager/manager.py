@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder

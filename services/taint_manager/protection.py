@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from flotilla.aio.clock import Clock
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.clock import Clock
 
 NORMAL, PARTIAL, FULL = "Normal", "PartialDisruption", "FullDisruption"
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from flotilla.aio.clock import Clock
 from flotilla.api import codec, registry
 from flotilla.api.codec import CodecError, FieldError
-from flotilla.runtime.clock import Clock
 from flotilla.store import Conflict, ObjectStore
 from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig, default_object

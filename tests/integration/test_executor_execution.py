@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.keys import execution_namespace
@@ -18,7 +19,6 @@ from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.credentials import secret_document
 from flotilla.member import MemberClient, load_kubeconfig
-from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder

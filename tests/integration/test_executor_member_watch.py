@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from flotilla.runtime.clock import RealClock
+from flotilla.aio.clock import RealClock
 from flotilla.store import Store
 from services.executor.execution_manager import ExecutionManager
 from sim import SimCluster

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import core_pb2, meta_pb2, work_pb2
 from flotilla.api.wellknown import CONFLICT_RESOLUTION_ANNOTATION, EXECUTION_FINALIZER, RB_PERMANENT_ID_LABEL
 from flotilla.member import MemberClient
-from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder, events_for
 from services.executor.execution_manager import ExecutionManager

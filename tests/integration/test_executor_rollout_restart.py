@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.member import MemberClient
-from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
 from flotilla.store.informer import EventType, Informer
 from services.executor.controllers import ExecutorConfig, ExecutorControllers

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.member import Health, MemberClient, MemberError, load_kubeconfig, node_summary, resource_summary
-from flotilla.runtime.clock import FakeClock
 
 if TYPE_CHECKING:
     from tests.sim_fixtures import StartSim

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from flotilla.aio.clock import RealClock
 from flotilla.clusterstatus.member_http import Answer, MemberReader, MemberSession
 from flotilla.member import Credentials, load_kubeconfig
-from flotilla.runtime.clock import RealClock
 from sim.catalog import ResourceType
 from tests.sim_fixtures import StartSim
 

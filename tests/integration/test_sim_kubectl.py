@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from flotilla.runtime.clock import RealClock
+from flotilla.aio.clock import RealClock
 
 if TYPE_CHECKING:
     from tests.sim_fixtures import StartSim

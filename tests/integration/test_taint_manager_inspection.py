@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import grpc
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api.v1 import taint_manager_pb2, taint_manager_pb2_grpc
-from flotilla.runtime.clock import FakeClock
 from services.taint_manager.evictor import EvictorState, Held, Pending
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
 from services.taint_manager.servicer import TaintManagerServicer

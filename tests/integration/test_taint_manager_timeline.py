@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from flotilla.runtime.clock import RealClock
+from flotilla.aio.clock import RealClock
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.conftest import CtlResult

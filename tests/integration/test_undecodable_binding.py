@@ -9,9 +9,9 @@ import asyncio
 import pytest
 from prometheus_client import REGISTRY
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import registry
 from flotilla.api.v1 import core_pb2
-from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import UNDECODABLE_REASON, Manager
 from flotilla.scheduler.framework import Framework
 from flotilla.store import Store

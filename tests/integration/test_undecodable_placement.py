@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import codec, keys, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import work_pb2
 from flotilla.member import MemberClient
-from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
 from flotilla.store import Store, Undecodable
 from services.executor.__main__ import execution_clients

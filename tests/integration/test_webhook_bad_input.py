@@ -13,10 +13,10 @@ import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from flotilla.aio.clock import RealClock
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.webhook_client import ADDRESS_ENV
-from flotilla.runtime.clock import RealClock
 from flotilla.store import Store
 from flotilla.tls import client_tls, grpc_channel
 from services.webhook.admission import Admission

@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.thresholds import Thresholds
 from flotilla.member import Health
-from flotilla.runtime.clock import FakeClock, RealClock
 
 
 class Member:

@@ -3,10 +3,10 @@ holds (issue 14: at 100 members probed every second, most probes change nothing)
 
 from __future__ import annotations
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.observation import HEALTHY, NOT_REACHABLE
 from flotilla.clusterstatus.prober import StatusUpdate
-from flotilla.runtime.clock import FakeClock
 
 
 def test_changes_says_whether_apply_would_change_the_status_and_leaves_it_alone() -> None:

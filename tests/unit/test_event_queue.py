@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import REGISTRY
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api.v1 import cluster_pb2, core_pb2
-from flotilla.runtime.clock import FakeClock
 from flotilla.store.events import EventQueue, event_name
 from flotilla.store.memory import MemoryStore
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api.v1 import cluster_pb2, core_pb2
-from flotilla.runtime.clock import FakeClock
 from flotilla.store.base import KeyValue
 from flotilla.store.events import REMEMBERED_EVENTS, EventRecorder, event_name
 from flotilla.store.memory import MemoryStore

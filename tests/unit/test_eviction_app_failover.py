@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api import codec, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import core_pb2, work_pb2
-from flotilla.runtime.clock import FakeClock, RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from services.eviction.app_failover import ApplicationFailoverConfig

@@ -15,11 +15,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
+from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import core_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
-from flotilla.runtime.clock import FakeClock, RealClock
 from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, traceparent
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder

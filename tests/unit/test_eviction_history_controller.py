@@ -13,11 +13,11 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
+from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.failover_history import recovery_seconds
-from flotilla.runtime.clock import FakeClock, RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from services.eviction.controllers import EvictionControllers

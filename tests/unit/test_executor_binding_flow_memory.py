@@ -12,11 +12,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from flotilla.aio.clock import Clock, FakeClock, RealClock
 from flotilla.api import codec, keys, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
-from flotilla.runtime.clock import Clock, FakeClock, RealClock
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from services.executor.binding_controller import DIRECTLY_REQUEUE_SECONDS

@@ -12,8 +12,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import codec, keys, registry
-from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType
 from services.executor.controllers import ExecutorConfig, ExecutorControllers

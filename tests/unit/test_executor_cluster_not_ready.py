@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.member import MemberClient
-from flotilla.runtime.clock import FakeClock
 from flotilla.store import MemoryStore
 from services.executor.execution import CLUSTER_NOT_READY_RECHECK, ExecutionReconciler
 from tests.unit.cache_fake import Cache

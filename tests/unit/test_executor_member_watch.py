@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import random
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.member.client import MemberClient
 from flotilla.member.watches import KindCache, MemberWatches
-from flotilla.runtime.clock import FakeClock
 from services.executor.work_status import member_objects_of
 
 

@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec, wellknown
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.runtime.clock import FakeClock
 from flotilla.runtime.manager import WatchEvent
 from flotilla.store.informer import EventType
 from services.executor import routing

@@ -11,12 +11,12 @@ from typing import Any, cast
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec, keys, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.member.watches import Kind, KindCache, MemberWatches
-from flotilla.runtime.clock import FakeClock
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from services.executor.applied import AppliedGenerations, member_key

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import registry
 from flotilla.api.bindings import key_of
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.base import copy_of
 from flotilla.store.informer import EventType, Informer

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import registry
-from flotilla.runtime.clock import RealClock
 from flotilla.runtime.manager import Manager
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore

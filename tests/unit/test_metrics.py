@@ -11,8 +11,8 @@ import re
 import pytest
 from prometheus_client import REGISTRY
 
+from flotilla.aio.clock import FakeClock
 from flotilla.cli.status import InstanceStatus, render, render_json
-from flotilla.runtime.clock import FakeClock
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.workqueue import WorkQueue
 from flotilla.store.endpoints import Endpoint

@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from flotilla.runtime.clock import Clock, FakeClock, RealClock
+from flotilla.aio.clock import Clock, FakeClock, RealClock
 
 pytestmark = pytest.mark.timeout(5)
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from flotilla.runtime.clock import FakeClock
+from flotilla.aio.clock import FakeClock
 from flotilla.runtime.controller import Controller, Result
 from flotilla.runtime.workqueue import WorkQueue
 

@@ -3,8 +3,8 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
-from flotilla.runtime.clock import FakeClock
 from flotilla.runtime.controller import Result
 from flotilla.runtime.manager import Manager, WatchEvent
 from flotilla.store.informer import EventType

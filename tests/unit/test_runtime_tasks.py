@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from flotilla.runtime.tasks import cancel_and_wait
+from flotilla.aio.tasks import cancel_and_wait
 from sim.waiting import wait_first
 
 

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from flotilla.runtime.clock import FakeClock, RealClock
+from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.runtime.workqueue import QueueShutDown, WorkQueue
 
 pytestmark = pytest.mark.timeout(5)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import FakeClock
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import (
     MAX_INT32,

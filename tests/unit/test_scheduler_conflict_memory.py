@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import RealClock
 from flotilla.scheduler.capacity import CapacityLedger
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore

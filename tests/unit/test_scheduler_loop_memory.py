@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition
-from flotilla.runtime.clock import RealClock
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventQueue

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import FakeClock
 from flotilla.scheduler.capacity import CapacityLedger
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore

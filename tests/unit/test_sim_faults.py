@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 import pytest
 
-from flotilla.runtime.clock import FakeClock, RealClock
+from flotilla.aio.clock import FakeClock, RealClock
 from sim import admin
 from sim.faults import UNREACHABLE_CAP, Fault
 from tests.sim_fixtures import cluster_tls

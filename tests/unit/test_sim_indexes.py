@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flotilla.runtime.clock import FakeClock
+from flotilla.aio.clock import FakeClock
 from sim.catalog import POD, builtin
 from sim.cluster import DEFAULT_VERSION
 from sim.state import MERGE_PATCHES, ClusterState

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flotilla.runtime.clock import FakeClock
+from flotilla.aio.clock import FakeClock
 from sim.timers import Timers
 
 pytestmark = pytest.mark.timeout(5)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
-from flotilla.runtime.clock import FakeClock
+from flotilla.aio.clock import FakeClock
 from sim import SimCluster
 from sim.catalog import builtin
 from sim.history import History

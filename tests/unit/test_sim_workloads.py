@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from flotilla.runtime.clock import FakeClock
+from flotilla.aio.clock import FakeClock
 
 if TYPE_CHECKING:
     from tests.sim_fixtures import KubeHttp, StartSim

@@ -11,6 +11,7 @@ from typing import cast
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER
@@ -18,7 +19,6 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.push_members import PushMembers
 from flotilla.clusterstatus.thresholds import Thresholds
 from flotilla.member import Health
-from flotilla.runtime.clock import FakeClock
 from flotilla.store import Informer, MemoryStore
 from services.status.push import PushStatusReconciler, since_tick, until_next_probe
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.thresholds import Thresholds
 from flotilla.credentials import SECRET_TYPE
-from flotilla.runtime.clock import FakeClock
 from flotilla.store import MemoryStore, StoreError
 from flotilla.store.informer import Informer
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor

@@ -6,8 +6,8 @@ import contextlib
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
-from flotilla.runtime.clock import FakeClock
 from flotilla.store import Compacted, MemoryStore, Unavailable, WatchKind
 from tests.factories import make_cluster
 

@@ -7,9 +7,9 @@ import asyncio
 import time
 from collections import Counter
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from flotilla.store.informer import EventType, Informer
 from tests.taint_support import make_binding, manager, ready_cluster

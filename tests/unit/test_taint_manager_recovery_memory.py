@@ -8,10 +8,10 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
+from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api import registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.runtime.clock import FakeClock, RealClock
 from flotilla.store import MemoryStore
 from tests.factories import make_cluster
 from tests.taint_support import NOT_READY, running, taints_of

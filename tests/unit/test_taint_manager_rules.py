@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
@@ -17,7 +18,6 @@ from flotilla.eviction import (
     purge_mode_for,
     remove_cluster,
 )
-from flotilla.runtime.clock import FakeClock
 from services.taint_manager.condition_taints import apply_plan, plan_condition_taints
 from services.taint_manager.protection import FULL, NORMAL, PARTIAL, EvictionProtection, ProtectionConfig
 from services.taint_manager.taint_policy import apply_policies

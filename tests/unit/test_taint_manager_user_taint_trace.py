@@ -10,10 +10,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACE_OPENED_FOR_ANNOTATION
-from flotilla.runtime.clock import RealClock
 from flotilla.store import MemoryStore
 from services.taint_manager.cluster_taints import TaintConfig
 from services.taint_manager.evictor import EvictorConfig, user_taint_signature

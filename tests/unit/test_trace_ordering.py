@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
 from flotilla.api.conditions import FALSE, TRUE, set_condition
 from flotilla.api.v1 import cluster_pb2
@@ -25,7 +26,6 @@ from flotilla.clusterstatus.observation import NOT_REACHABLE
 from flotilla.clusterstatus.prober import ClusterProber, StatusUpdate
 from flotilla.clusterstatus.publish import StatusPublisher
 from flotilla.clusterstatus.thresholds import Thresholds
-from flotilla.runtime.clock import FakeClock
 from flotilla.runtime.tracecontext import (
     DETECTED_AT_ANNOTATION,
     FAILOVER_RTO_SECONDS,

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from flotilla.aio.clock import FakeClock
 from flotilla.api import codec
 from flotilla.api.v1 import webhook_pb2
-from flotilla.runtime.clock import FakeClock
 from flotilla.store.memory import MemoryStore
 from services.webhook.admission import Admission
 from services.webhook.servicer import WebhookServicer, counted
