@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from flotilla.api import codec, registry  # noqa: E402
-from flotilla.store import EventType, Informer, Store  # noqa: E402
+from flotilla.api.events import EventType  # noqa: E402
+from flotilla.store import Informer, Store  # noqa: E402
 from flotilla.store.embedded import EmbeddedEtcd  # noqa: E402
 from flotilla.store.endpoints import list_endpoints  # noqa: E402
 

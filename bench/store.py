@@ -20,8 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2
-from flotilla.store import EventType, Informer, Store
+from flotilla.store import Informer, Store
 from flotilla.store.embedded import EmbeddedEtcd
 
 SMOKE = {"objects": 20, "concurrency": 2, "updates": 2}

@@ -9,10 +9,9 @@ from datetime import UTC, datetime
 from flotilla.api import registry
 from flotilla.api.bindings import Binding
 from flotilla.api.conditions import get_condition, set_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.manager import WatchEvent
 from flotilla.store import MemoryStore
-from flotilla.store.informer import EventType
 from services.eviction.controllers import EvictionControllers
 
 

@@ -42,6 +42,7 @@ from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api import keys, registry
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import get_condition
+from flotilla.api.events import EventType
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
 from flotilla.benchmarks.resources import (
@@ -58,7 +59,6 @@ from flotilla.runtime.flags import duration
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
 from flotilla.store.embedded import free_port
-from flotilla.store.informer import EventType
 
 NAMESPACE = "bench"
 PAIR_LABEL = "bench-pair"

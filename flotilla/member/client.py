@@ -37,7 +37,9 @@ from flotilla.member.discovery import (
     resources_of,
 )
 
-__all__ = ["REQUEST_TIMEOUT", "Health", "MemberClient", "MemberError", "WatchEvent", "probe_health", "ssl_context"]
+__all__ = [
+    "REQUEST_TIMEOUT", "Health", "MemberClient", "MemberError", "MemberWatchEvent", "probe_health", "ssl_context",
+]
 
 # How long the executor waits for a member's answer to one request: the API server's own
 # default (its --request-timeout). Not the probe timeout: an apply or a delete to a busy member
@@ -83,9 +85,13 @@ class MemberError(Exception):
 
 
 @dataclass(frozen=True)
-class WatchEvent:
-    """One event of a watch: ADDED, MODIFIED, DELETED or BOOKMARK (whose object carries only
-    the resourceVersion the watch is up to)."""
+class MemberWatchEvent:
+    """One event of a member's watch, as the member sent it: ADDED, MODIFIED, DELETED or BOOKMARK
+    (whose object carries only the resourceVersion the watch is up to).
+
+    Not `flotilla.api.events.WatchEvent`, the typed event an informer delivers: this one is a raw
+    line of a Kubernetes watch stream (its type a string that may be BOOKMARK, its object an
+    undecoded dict, no previous version), which member watches fold into their caches."""
 
     type: str
     object: dict[str, Any]
@@ -200,7 +206,7 @@ class MemberClient:
         return items, str((listed.get("metadata") or {}).get("resourceVersion", ""))
 
     async def watch(self, api_version: str, kind: str, resource_version: str, timeout_seconds: int = 300,
-                    connect_timeout: float | None = None) -> AsyncIterator[WatchEvent]:
+                    connect_timeout: float | None = None) -> AsyncIterator[MemberWatchEvent]:
         """The changes to a kind (all namespaces) after `resource_version`, with bookmarks,
         until the server ends the stream (after `timeout_seconds`). An ERROR event is raised
         as MemberError: status 410 means the version is too old and the caller must relist."""
@@ -235,7 +241,7 @@ class MemberClient:
         finally:
             response.release()
 
-    def _watch_event(self, operation: str, line: bytes, api_version: str, kind: str) -> WatchEvent:
+    def _watch_event(self, operation: str, line: bytes, api_version: str, kind: str) -> MemberWatchEvent:
         try:
             event = jsonbytes.loads(line)
             type_, obj = event["type"], event["object"]
@@ -245,7 +251,7 @@ class MemberClient:
             raise self._api_error(operation, int(obj.get("code") or 500), obj.get("reason") or "", json.dumps(obj))
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
-        return WatchEvent(type_, obj)
+        return MemberWatchEvent(type_, obj)
 
     async def delete(self, api_version: str, kind: str, namespace: str, name: str,
                      preconditions: dict[str, str] | None = None) -> bool:

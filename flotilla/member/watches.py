@@ -31,10 +31,9 @@ from flotilla import jsonbytes
 from flotilla.aio.clock import Clock
 from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api.clusters import cluster_ready
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
 from flotilla.member.client import MemberClient, MemberError
-from flotilla.runtime.manager import WatchEvent
-from flotilla.store.informer import EventType
 
 log = logging.getLogger(__name__)
 

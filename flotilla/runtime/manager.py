@@ -27,38 +27,28 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from google.protobuf.message import Message
 
 from flotilla.aio.clock import Clock
 from flotilla.api import keys
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.registry import ResourceType
 from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.workqueue import WorkQueue
 from flotilla.store.base import meta_of
 from flotilla.store.events import EventRecorder
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from flotilla.store.objects import ResourceRef, resource_type_of
 from flotilla.store.protocol import ObjectStore
 
-__all__ = ["Manager", "Predicate", "ToKeys", "WatchEvent"]
+__all__ = ["Manager", "Predicate", "ToKeys"]
 
 log = logging.getLogger(__name__)
 
 M = TypeVar("M")
 Msg = TypeVar("Msg", bound=Message)
-
-
-@dataclass(frozen=True)
-class WatchEvent(Generic[M]):
-    """One informer event. `obj` is the object as it is now, or as it was last seen for
-    DELETED; `old` is the previous version for MODIFIED, None otherwise."""
-
-    type: EventType
-    obj: M
-    old: M | None = None
 
 
 ToKeys = Callable[[WatchEvent[M]], Iterable[str]]

@@ -15,9 +15,8 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from flotilla.runtime.manager import WatchEvent
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.store.base import meta_of, object_key_of
-from flotilla.store.informer import EventType
 
 REMEMBERED = 10_000
 

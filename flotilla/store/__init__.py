@@ -1,8 +1,8 @@
 """Object stores (etcd, in-memory), informers, leases, leader election, endpoints, events."""
 
-from flotilla.store.base import ListResult, WatchEvent, WatchKind
+from flotilla.store.base import KeyEvent, ListResult, WatchKind
 from flotilla.store.errors import AlreadyExists, Compacted, Conflict, NotFound, StoreError, Unavailable, Undecodable
-from flotilla.store.informer import EventType, Handler, Informer
+from flotilla.store.informer import Handler, Informer
 from flotilla.store.memory import MemoryStore
 from flotilla.store.objects import Store
 from flotilla.store.protocol import ObjectStore
@@ -11,9 +11,9 @@ __all__ = [
     "AlreadyExists",
     "Compacted",
     "Conflict",
-    "EventType",
     "Handler",
     "Informer",
+    "KeyEvent",
     "ListResult",
     "MemoryStore",
     "NotFound",
@@ -22,6 +22,5 @@ __all__ = [
     "StoreError",
     "Unavailable",
     "Undecodable",
-    "WatchEvent",
     "WatchKind",
 ]

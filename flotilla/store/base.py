@@ -63,8 +63,12 @@ class WatchKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class WatchEvent:
-    """One change under a watched prefix, undecoded: the watcher decides what a bad value means."""
+class KeyEvent:
+    """One change under a watched prefix, undecoded: the watcher decides what a bad value means.
+
+    Not `flotilla.api.events.WatchEvent`, the typed event an informer delivers: this is one raw
+    etcd change (PUT or DELETE of a key's bytes, at a revision), which only the informer reads
+    and turns into typed events."""
 
     kind: WatchKind
     key: str
@@ -213,7 +217,7 @@ class StoreBase(abc.ABC):
         """End a lease now; the keys written on it go with it."""
 
     @abc.abstractmethod
-    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[WatchEvent, None]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[KeyEvent, None]:
         """Changes under prefix from start_revision on, in revision order, until closed.
 
         Raises Compacted if start_revision is no longer kept, Unavailable when the

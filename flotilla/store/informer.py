@@ -24,16 +24,16 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from enum import StrEnum
 from typing import Generic, NamedTuple, TypeAlias, TypeVar
 
 from google.protobuf.message import Message
 from prometheus_client import Counter
 
 from flotilla.api import keys
+from flotilla.api.events import EventType
 from flotilla.store.base import (
+    KeyEvent,
     ResourceRef,
-    WatchEvent,
     WatchKind,
     copy_of,
     decode_object,
@@ -53,12 +53,6 @@ UNDECODABLE_OBJECTS = Counter(
     "Stored values an informer skipped because they do not decode as their kind",
     ["resource"],
 )
-
-
-class EventType(StrEnum):
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
 
 
 # (event, the object as it now is (as it was, for DELETED), the previous object or None)
@@ -253,7 +247,7 @@ class Informer(Generic[M]):
                 await self._on_event(event)
                 self.revision = event.revision
 
-    async def _on_event(self, event: WatchEvent) -> None:
+    async def _on_event(self, event: KeyEvent) -> None:
         key = self._object_key(event.key)
         if event.kind == WatchKind.DELETE:
             self._unreadable.pop(key, None)

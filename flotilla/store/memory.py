@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from flotilla.aio.clock import Clock, RealClock
-from flotilla.store.base import KeyValue, StoreBase, WatchEvent, WatchKind
+from flotilla.store.base import KeyEvent, KeyValue, StoreBase, WatchKind
 from flotilla.store.errors import Compacted, StoreError, Unavailable
 
 
@@ -41,7 +41,7 @@ class MemoryStore(StoreBase):
         self.revision = 1
         self.compacted_revision = 0
         self._data: dict[str, _Entry] = {}
-        self._history: builtins.list[WatchEvent] = []
+        self._history: builtins.list[KeyEvent] = []
         self._leases: dict[int, _Lease] = {}
         self._next_lease = 0x1000
         # Replaced on every write; a watcher waits on the one it saw before looking.
@@ -62,12 +62,12 @@ class MemoryStore(StoreBase):
                 self._leases[old.lease].keys.discard(key)
             if value is None:
                 self._data.pop(key, None)
-                self._history.append(WatchEvent(WatchKind.DELETE, key, b"", self.revision))
+                self._history.append(KeyEvent(WatchKind.DELETE, key, b"", self.revision))
             else:
                 self._data[key] = _Entry(value, self.revision, lease)
                 if lease is not None:
                     self._leases[lease].keys.add(key)
-                self._history.append(WatchEvent(WatchKind.PUT, key, value, self.revision))
+                self._history.append(KeyEvent(WatchKind.PUT, key, value, self.revision))
         self._wake()
         return self.revision
 
@@ -170,7 +170,7 @@ class MemoryStore(StoreBase):
         self._epoch += 1
         self._wake()
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[WatchEvent, None]:
+    async def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[KeyEvent, None]:
         epoch = self._epoch
         wanted = max(start_revision, 1)
         while True:

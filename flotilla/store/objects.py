@@ -25,11 +25,11 @@ from flotilla.aio.clock import Clock, RealClock
 from flotilla.api.keys import etcd_prefix
 from flotilla.crypto import ENV_KEY_FILE, PREFIX, EncryptionError, EncryptionKeys, configured_keys
 from flotilla.store.base import (
+    KeyEvent,
     KeyValue,
     ListResult,
     ResourceRef,
     StoreBase,
-    WatchEvent,
     WatchKind,
     matches_labels,
     object_key_of,
@@ -191,7 +191,7 @@ class Store(StoreBase):
     async def revoke_lease(self, lease: int) -> None:
         await self._call(self.client.revoke_lease(lease))
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[WatchEvent, None]:
+    async def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[KeyEvent, None]:
         try:
             watch: Any = await checked_watch(self.client, prefix.encode(), prefix=True, start_revision=start_revision)
         except aetcd.exceptions.RevisionCompactedError as e:
@@ -205,7 +205,7 @@ class Store(StoreBase):
                     kind = WatchKind.DELETE if event.kind == aetcd.rtypes.EventKind.DELETE else WatchKind.PUT
                     key = kv.key.decode()
                     value = self._opened(key, bytes(kv.value)) if kind == WatchKind.PUT else bytes(kv.value)
-                    yield WatchEvent(kind, key, value, int(kv.mod_revision))
+                    yield KeyEvent(kind, key, value, int(kv.mod_revision))
             except aetcd.exceptions.RevisionCompactedError as e:
                 raise Compacted(int(e.compacted_revision)) from e
             except aetcd.exceptions.ClientError as e:

@@ -13,7 +13,7 @@ from google.protobuf.message import Message
 
 from flotilla.aio.clock import Clock
 from flotilla.api import registry
-from flotilla.store.base import ListResult, ResourceRef, WatchEvent
+from flotilla.store.base import KeyEvent, ListResult, ResourceRef
 
 M = TypeVar("M", bound=Message)
 
@@ -66,7 +66,7 @@ class ObjectStore(Protocol):
 
     async def revoke_lease(self, lease: int) -> None: ...
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[WatchEvent, None]:
+    def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[KeyEvent, None]:
         """Changes under an etcd-style key prefix from start_revision on.
 
         Close it (contextlib.aclosing) when done. Raises Compacted when that

@@ -6,10 +6,11 @@ from collections.abc import Iterable, Mapping
 
 from flotilla.api.bindings import Binding, binding_key, keys_by_index
 from flotilla.api.conditions import get_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.manager import ToKeys, WatchEvent
-from flotilla.store.informer import EventType, Informer
+from flotilla.runtime.manager import ToKeys
+from flotilla.store.informer import Informer
 from services.eviction.failback import failing_back
 from services.eviction.graceful import EVICTION_BLOCKED
 

@@ -25,10 +25,11 @@ from opentelemetry import trace
 from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
+from flotilla.api.events import WatchEvent
 from flotilla.api.v1 import meta_pb2
 from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.controller import Controller
-from flotilla.runtime.manager import Manager, WatchEvent
+from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer

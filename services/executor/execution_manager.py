@@ -10,12 +10,13 @@ from collections.abc import Callable, Iterable
 
 from flotilla.aio.clock import Clock
 from flotilla.api import registry
+from flotilla.api.events import WatchEvent
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, config_pb2
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.member.watches import Connect, Kind, MemberWatches
 from flotilla.runtime.concurrency import WORK_SYNCS
-from flotilla.runtime.manager import Manager, WatchEvent
+from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from services.executor import routing

@@ -18,14 +18,15 @@ from flotilla.api import keys, registry
 from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import get_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.binding_builder import template_content
-from flotilla.runtime.manager import ToKeys, WatchEvent
+from flotilla.runtime.manager import ToKeys
 from flotilla.store.base import meta_of, object_key_of
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from services.executor import dependencies, works
 from services.executor.binding_controller import binding_ref_of_work
 from services.executor.detector import (

@@ -33,12 +33,13 @@ from flotilla.api import registry
 from flotilla.api.bindings import BINDING_KINDS, Binding
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
 from flotilla.failover_history import refresh
 from flotilla.runtime.controller import Controller, Result
-from flotilla.runtime.manager import Manager, ToKeys, WatchEvent
+from flotilla.runtime.manager import Manager, ToKeys
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
@@ -49,7 +50,7 @@ from flotilla.scheduling import AffinityMatcher, ClusterInfo
 from flotilla.store import Conflict, NotFound, ObjectStore, Undecodable
 from flotilla.store.base import copy_of, object_key_of
 from flotilla.store.events import NORMAL, WARNING, EventQueue
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from prometheus_client import Gauge, Histogram
 
 from flotilla.api.clusters import cluster_ready
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.manager import Manager, WatchEvent
-from flotilla.store.informer import EventType, Informer
+from flotilla.runtime.manager import Manager
+from flotilla.store.informer import Informer
 
 CLUSTER_READY_STATE = Gauge("flotilla_cluster_ready_state", "State of the cluster (1 if ready, 0 otherwise)",
                             ["member_cluster"])

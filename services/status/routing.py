@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from flotilla.api.events import WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.manager import WatchEvent
 
 
 def cluster_name(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:

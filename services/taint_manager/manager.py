@@ -12,11 +12,12 @@ from opentelemetry import trace
 from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.manager import Manager, WatchEvent
+from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from services.taint_manager import routing
 from services.taint_manager.cluster_taints import ClusterTaintReconciler, TaintConfig
 from services.taint_manager.evictor import BindingEvictionReconciler, EvictorConfig, EvictorState

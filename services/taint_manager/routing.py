@@ -10,11 +10,12 @@ from google.protobuf.message import Message
 
 from flotilla.api.bindings import Binding, binding_key, keys_by_index
 from flotilla.api.clusters import cluster_ready
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.keys import object_key
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
-from flotilla.runtime.manager import ToKeys, WatchEvent
-from flotilla.store.informer import EventType, Informer
+from flotilla.runtime.manager import ToKeys
+from flotilla.store.informer import Informer
 from services.taint_manager.evictor import EvictorState, user_taint_signature
 from services.taint_manager.protection import region_of
 from services.taint_manager.tolerations import current_taints

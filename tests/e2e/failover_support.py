@@ -25,12 +25,13 @@ from google.protobuf.message import Message
 
 from flotilla import simclient
 from flotilla.api.conditions import is_true
+from flotilla.api.events import EventType
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.local import RunState
 from flotilla.member import MemberClient, MemberError, load_kubeconfig
 from flotilla.store import Store
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from tests.conftest import ROOT
 from tests.e2e.planes import BIN, flotilla_up
 

@@ -8,10 +8,11 @@ from collections.abc import Callable
 
 from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
+from flotilla.api.events import EventType
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.member import MemberClient
 from flotilla.store import Store
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from services.executor.execution_manager import ExecutionManager
 from tests.integration.test_executor_execution import deployment, join

@@ -11,13 +11,12 @@ import pytest
 
 from flotilla.aio.clock import RealClock
 from flotilla.api.conditions import set_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.collect import Collected, collect
 from flotilla.clusterstatus.push_members import NODES, PODS, SUMMARY_KINDS, PushMembers
 from flotilla.member import Credentials, MemberClient, load_kubeconfig
 from flotilla.member.watches import MemberWatches
-from flotilla.runtime.manager import WatchEvent
-from flotilla.store.informer import EventType
 from sim import SimServer
 from sim.catalog import builtin
 from tests.sim_fixtures import StartSim

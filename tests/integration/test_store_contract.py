@@ -18,18 +18,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from flotilla.api import codec, registry
+from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.store import (
-    AlreadyExists,
-    Conflict,
-    EventType,
-    Informer,
-    MemoryStore,
-    NotFound,
-    ObjectStore,
-    Store,
-    Undecodable,
-)
+from flotilla.store import AlreadyExists, Conflict, Informer, MemoryStore, NotFound, ObjectStore, Store, Undecodable
 from flotilla.store.base import copy_of, payload
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.factories import make_cluster

@@ -14,8 +14,8 @@ from typing import Any
 
 from flotilla.aio.clock import RealClock
 from flotilla.api import codec, keys, registry
+from flotilla.api.events import EventType
 from flotilla.store import MemoryStore
-from flotilla.store.informer import EventType
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from tests.unit.test_executor_binding_flow_memory import schedule, watching
 from tests.watching import Watch

@@ -7,9 +7,8 @@ import pytest
 from flotilla.aio.clock import FakeClock
 from flotilla.api import codec, wellknown
 from flotilla.api.conditions import set_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.runtime.manager import WatchEvent
-from flotilla.store.informer import EventType
 from services.executor import routing
 from tests.unit.cache_fake import Cache
 

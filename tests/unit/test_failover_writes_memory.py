@@ -11,10 +11,11 @@ from datetime import timedelta
 from flotilla.aio.clock import RealClock
 from flotilla.api import registry
 from flotilla.api.bindings import key_of
+from flotilla.api.events import EventType
 from flotilla.api.v1 import work_pb2
 from flotilla.store import MemoryStore
 from flotilla.store.base import copy_of
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from services.eviction.graceful import GracefulEvictionReconciler
 from services.eviction.history_controller import FailoverHistoryReconciler
 from services.executor.binding_status import aggregate_into

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.store.base import KeyValue, copy_of
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from flotilla.store.memory import MemoryStore
 from tests.factories import make_cluster
 

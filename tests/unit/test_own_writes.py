@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.manager import WatchEvent
 from flotilla.runtime.own_writes import OwnWrites
-from flotilla.store.informer import EventType
 
 
 def work(name: str, version: str) -> work_pb2.Work:

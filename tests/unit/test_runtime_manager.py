@@ -5,9 +5,9 @@ import pytest
 
 from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.runtime.controller import Result
-from flotilla.runtime.manager import Manager, WatchEvent
-from flotilla.store.informer import EventType
+from flotilla.runtime.manager import Manager
 
 pytestmark = pytest.mark.timeout(5)
 

@@ -5,9 +5,8 @@ from typing import Any
 import pytest
 
 from flotilla.api import codec
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.manager import WatchEvent
-from flotilla.store.informer import EventType
 from services.scheduler.reconciler import (
     binding_keys,
     bindings_affected_by_cluster,

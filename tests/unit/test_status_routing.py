@@ -4,9 +4,8 @@ from typing import Any
 
 import pytest
 
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.manager import WatchEvent
-from flotilla.store.informer import EventType
 from services.status import routing
 
 

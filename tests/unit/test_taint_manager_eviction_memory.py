@@ -9,9 +9,10 @@ from collections import Counter
 
 from flotilla.aio.clock import RealClock
 from flotilla.api import registry
+from flotilla.api.events import EventType
 from flotilla.api.v1 import work_pb2
 from flotilla.store import MemoryStore
-from flotilla.store.informer import EventType, Informer
+from flotilla.store.informer import Informer
 from tests.taint_support import make_binding, manager, ready_cluster
 
 # More than on etcd (200): in memory the storm outruns the few loop turns a restart takes.

@@ -6,9 +6,8 @@ from typing import Any
 import pytest
 
 from flotilla.api.conditions import set_condition
+from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.runtime.manager import WatchEvent
-from flotilla.store.informer import EventType
 from services.taint_manager import routing
 from services.taint_manager.evictor import EvictorState
 from tests.unit.cache_fake import Cache
