@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q --durations=25 -n 2 --dist loadfile
 
 # The property tests of admission with many more examples than `make test` runs (minutes, not seconds).
@@ -29,6 +30,7 @@ chaos: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 demo: $(STAMP)
 	$(BIN)/flotilla demo
