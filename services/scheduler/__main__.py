@@ -18,7 +18,8 @@ from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduling import PluginError
-from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from services.scheduler.controllers import SchedulerLoop
+from services.scheduler.reconciler import SchedulerOptions
 from services.scheduler.servicer import SchedulerServicer
 
 

@@ -21,36 +21,30 @@ import logging
 import operator
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
 
-from google.protobuf.message import Message
 from opentelemetry import trace
 
 from flotilla.aio.clock import Clock
-from flotilla.api import registry
-from flotilla.api.bindings import BINDING_KINDS, Binding
-from flotilla.api.clusters import cluster_ready
+from flotilla.api.bindings import Binding
 from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
-from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import cluster_pb2, meta_pb2
+from flotilla.api.v1 import meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
 from flotilla.failover_history import refresh
-from flotilla.runtime.controller import Controller, Result
-from flotilla.runtime.manager import Manager, ToKeys
+from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
-from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity, replica_request
+from flotilla.scheduler.capacity import CapacityLedger, replica_request
 from flotilla.scheduler.framework import Framework, Unfit
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
 from flotilla.scheduler.placement import is_workload, returning_clusters
-from flotilla.scheduling import AffinityMatcher, ClusterInfo
 from flotilla.store import Conflict, NotFound, ObjectStore, Undecodable
 from flotilla.store.base import copy_of, object_key_of
 from flotilla.store.events import NORMAL, WARNING, EventQueue
 from flotilla.store.informer import Informer
+from services.scheduler.cluster_snapshots import ClusterView
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +55,6 @@ EVENT_FAILED = "ScheduleBindingFailed"
 NAMED_UNFIT = 5
 _PLUGIN_AND_REASON = operator.attrgetter("plugin", "reason")
 _CLUSTER = operator.attrgetter("cluster")
-
-
-M = TypeVar("M", bound=Message)
-
 
 
 @dataclass(frozen=True)
@@ -84,53 +74,6 @@ class SchedulerOptions:
 
 def ledger_key(kind: str, key: str) -> str:
     return f"{kind}/{key}"
-
-
-class ClusterView:
-    """The cluster informer as scheduling snapshots. Each Cluster is digested once per
-    version; a snapshot is rebuilt only after some cluster changed."""
-
-    def __init__(self, informer: Informer[cluster_pb2.Cluster], clock: Clock, ledger: CapacityLedger) -> None:
-        self.informer = informer
-        self.clock = clock
-        self.ledger = ledger
-        self._digested: dict[str, tuple[str, ClusterInfo, ClusterCapacity]] = {}
-        self._snapshot: core.Snapshot | None = None
-        self._deleting: frozenset[str] = frozenset()
-
-    def changed(self) -> None:
-        self._snapshot = None
-
-    def snapshot(self) -> core.Snapshot:
-        """Undecodable while a cluster is stored but was never readable: a decision without it
-        could move a binding off it, or place one elsewhere for want of it."""
-        self.informer.check_complete()
-        return replace(self._current(), now=self.clock.now())
-
-    @property
-    def deleting(self) -> frozenset[str]:
-        self._current()
-        return self._deleting
-
-    def _current(self) -> core.Snapshot:
-        if self._snapshot is None:
-            digested = {}
-            for cluster in self.informer.list():
-                name, version = cluster.metadata.name, cluster.metadata.resource_version
-                known = self._digested.get(name)
-                if known is None or known[0] != version:
-                    known = (version, ClusterInfo.from_cluster(cluster), ClusterCapacity.from_cluster(cluster))
-                digested[name] = known
-            self._digested = digested
-            names = sorted(digested)
-            self._snapshot = core.Snapshot(
-                clusters=tuple(digested[n][1] for n in names),
-                capacities={n: digested[n][2] for n in names},
-                now=self.clock.now(),
-                reservations=self.ledger,
-            )
-            self._deleting = frozenset(n for n in names if digested[n][1].deleting)
-        return self._snapshot
 
 
 # How soon a binding whose result lost a compare-and-swap is looked at again.
@@ -459,173 +402,3 @@ def _template_ref(binding: Binding) -> meta_pb2.Unstructured:
     ref = meta_pb2.Unstructured(api_version=resource.api_version, kind=resource.kind)
     ref.metadata.namespace, ref.metadata.name, ref.metadata.uid = resource.namespace, resource.name, resource.uid
     return ref
-
-
-def affected_by(binding: Binding, cluster: ClusterInfo) -> bool:
-    """Whether a change to `cluster` may change the binding's placement (docs/karmada-rules.md §8.1): its affinity
-    matches the cluster (or it has none), its clusterAffinities term is not settled yet, or it
-    runs on the cluster."""
-    if any(t.name == cluster.name for t in binding.spec.clusters):
-        return True
-    placement = binding.spec.placement
-    if placement.HasField("cluster_affinity"):
-        return AffinityMatcher.of(placement.cluster_affinity).matches(cluster)
-    if placement.cluster_affinities:
-        if binding.status.scheduler_observed_generation != binding.metadata.generation:
-            return True
-        observed = binding.status.scheduler_observing_affinity_name
-        term = next((t for t in placement.cluster_affinities if t.affinity_name == observed), None)
-        return term is None or AffinityMatcher.of(term).matches(cluster)
-    return True
-
-
-def cluster_change_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
-    if event.type is EventType.DELETED:
-        return False
-    cluster, old = event.obj, event.old
-    if old is None:
-        return True
-    return (
-        cluster.metadata.HasField("deletion_timestamp") != old.metadata.HasField("deletion_timestamp")
-        or dict(cluster.metadata.labels) != dict(old.metadata.labels)
-        or (cluster.metadata.generation != old.metadata.generation and not only_taints_added(old, cluster))
-    )
-
-
-def _taint_ids(cluster: cluster_pb2.Cluster) -> set[tuple[str, str, str]]:
-    return {(t.key, t.value, t.effect) for t in cluster.spec.taints}
-
-
-def only_taints_added(old: cluster_pb2.Cluster, new: cluster_pb2.Cluster) -> bool:
-    """Whether the spec change from `old` to `new` is taints added and nothing else. That changes
-    no binding's placement, so no binding is looked at again (Karmada looks at every affected
-    one, and for the same result): a new taint only keeps the cluster from bindings not on it,
-    which were not placed there anyway, and TaintToleration passes the bindings already on it,
-    whose eviction is the taint manager's. A failed cluster's not-ready taints would otherwise
-    send every binding on it through the scheduler just as the taint manager evicts them, and the
-    evicted ones, already decided once, would wait behind the rest of that queue to be rescheduled."""
-    if not _taint_ids(old) < _taint_ids(new):
-        return False
-    before, after = cluster_pb2.ClusterSpec(), cluster_pb2.ClusterSpec()
-    before.CopyFrom(old.spec)
-    after.CopyFrom(new.spec)
-    del before.taints[:], after.taints[:]
-    return before == after
-
-
-def cluster_status_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
-    """A change of a cluster's readiness or served APIs, which `cluster_change_matters` does not
-    see (it is status only) but which may let a binding that failed to schedule fit now."""
-    cluster, old = event.obj, event.old
-    if event.type is EventType.DELETED or old is None or cluster_change_matters(event):
-        return False
-    return (list(cluster.status.api_enablements) != list(old.status.api_enablements)
-            or cluster_ready(cluster) != cluster_ready(old))
-
-
-def bindings_not_scheduled(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
-    """The bindings whose last schedule failed: tried again at once rather than at their next
-    backoff step."""
-    def to_keys(_: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
-        return [object_key_of(b) for b in bindings.list() if _not_scheduled(b)]
-
-    return to_keys
-
-
-def _not_scheduled(binding: Binding) -> bool:
-    condition = get_condition(binding.status.conditions, SCHEDULED)
-    return condition is not None and condition.status == FALSE
-
-
-def bindings_affected_by_cluster(bindings: Informer[Binding]) -> ToKeys[cluster_pb2.Cluster]:
-    # Asked twice for each cluster change (to force the bindings, then to enqueue them): one
-    # pass over every binding answers both.
-    last: list[tuple[cluster_pb2.Cluster, cluster_pb2.Cluster | None, list[str]]] = []
-
-    def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> list[str]:
-        if last and last[0][0] is event.obj and last[0][1] is event.old:
-            return last[0][2]
-        info = ClusterInfo.from_cluster(event.obj)
-        found = [object_key_of(b) for b in bindings.list() if affected_by(b, info)]
-        last[:] = [(event.obj, event.old, found)]
-        return found
-
-    return to_keys
-
-
-def binding_keys(event: WatchEvent[Binding]) -> list[str]:
-    return [object_key_of(event.obj)]
-
-
-class SchedulerLoop:
-    """What the leader runs: informers over Clusters and both binding kinds, one controller per
-    kind, and the wiring that turns their changes into work."""
-
-    def __init__(self, store: ObjectStore, clock: Clock, framework: Framework, options: SchedulerOptions,
-                 events: EventQueue | None = None, tracer: trace.Tracer | None = None,
-                 manager: Manager | None = None) -> None:
-        self.manager = manager = manager or Manager(store, clock)
-        self.ledger = CapacityLedger(clock, options.reservation_ttl)
-        self.cluster_informer = clusters = manager.informer(registry.CLUSTER)
-        self.view = ClusterView(self.cluster_informer, clock, self.ledger)
-        self.informers: dict[str, Informer[Binding]] = {}
-        self.controllers: dict[str, Controller] = {}
-        self.reconcilers: dict[str, BindingScheduler] = {}
-        manager.on_event(clusters, lambda _: self.view.changed())
-
-        def cluster_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
-            # The initial list finds every binding unscheduled or settled anyway.
-            return clusters.synced and cluster_change_matters(event)
-
-        for binding_kind in BINDING_KINDS:
-            kind: ResourceType[Binding] = binding_kind.resource_type
-            informer = manager.informer(kind)
-            reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
-                                          events, tracer)
-            controller = manager.controller(f"scheduler-{kind.plural}", reconciler, workers=options.workers,
-                                            logger=log)
-            manager.on_event(informer, self._forget_reservations(kind), predicate=_deleted)
-            manager.watch(informer, binding_keys, controller, predicate=self._needs_look(reconciler))
-            affected = bindings_affected_by_cluster(informer)
-
-            def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[cluster_pb2.Cluster] = affected,
-                      reconciler: BindingScheduler = reconciler) -> None:
-                for key in affected(event):
-                    reconciler.force(key)
-                    metrics.incoming(metrics.CLUSTER_CHANGED)
-
-            manager.on_event(clusters, force, predicate=cluster_matters)
-            manager.watch(clusters, affected, controller, predicate=cluster_matters)
-            manager.watch(clusters, bindings_not_scheduled(informer), controller,
-                          predicate=lambda event: clusters.synced and cluster_status_matters(event))
-            self.reconcilers[kind.kind] = reconciler
-            self.informers[kind.kind] = informer
-            self.controllers[kind.kind] = controller
-
-    def _forget_reservations(self, kind: ResourceType[Binding]) -> Callable[[WatchEvent[Binding]], None]:
-        return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))
-
-    @staticmethod
-    def _needs_look(reconciler: BindingScheduler) -> Callable[[WatchEvent[Binding]], bool]:
-        def predicate(event: WatchEvent[Binding]) -> bool:
-            if event.type is EventType.DELETED:
-                metrics.incoming(metrics.BINDING_DELETE)
-                return True
-            binding, old = event.obj, event.old
-            if old is not None and old.metadata.generation == binding.metadata.generation:
-                return False
-            # Its own spec write needs no new decision.
-            needed = not reconciler.own_change(object_key_of(binding), binding.metadata.generation)
-            if needed:
-                metrics.incoming(metrics.BINDING_ADD if old is None else metrics.BINDING_UPDATE)
-            return needed
-
-        return predicate
-
-    async def run(self) -> None:
-        """Until cancelled."""
-        await self.manager.run()
-
-
-def _deleted(event: WatchEvent[M]) -> bool:
-    return event.type is EventType.DELETED

@@ -16,7 +16,8 @@ from flotilla.runtime.manager import UNDECODABLE_REASON, Manager
 from flotilla.scheduler.framework import Framework
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder
-from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from services.scheduler.controllers import SchedulerLoop
+from services.scheduler.reconciler import SchedulerOptions
 from tests.scheduler_support import Bindings, cluster, duplicated_binding, placed
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,8 @@ from flotilla.api import registry
 from flotilla.runtime.manager import Manager
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
-from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from services.scheduler.controllers import SchedulerLoop
+from services.scheduler.reconciler import SchedulerOptions
 from tests.scheduler_support import Bindings, cluster, duplicated_binding, placed
 
 

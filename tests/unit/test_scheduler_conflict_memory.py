@@ -15,7 +15,8 @@ from flotilla.scheduler.capacity import CapacityLedger
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
 from flotilla.store.informer import Informer
-from services.scheduler.reconciler import BindingScheduler, ClusterView, SchedulerOptions
+from services.scheduler.cluster_snapshots import ClusterView
+from services.scheduler.reconciler import BindingScheduler, SchedulerOptions
 from tests.scheduler_support import cluster
 from tests.unit.test_scheduler_loop_memory import rb
 

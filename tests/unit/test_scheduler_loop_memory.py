@@ -20,7 +20,8 @@ from flotilla.api.conditions import get_condition
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventQueue
-from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from services.scheduler.controllers import SchedulerLoop
+from services.scheduler.reconciler import SchedulerOptions
 from tests.scheduler_support import Bindings, cluster, placed, scheduled, targets
 
 CLAIMED = {"propagationpolicy.karmada.io/permanent-id": "p-1"}

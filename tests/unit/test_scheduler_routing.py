@@ -7,13 +7,17 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from services.scheduler.reconciler import (
+from flotilla.scheduling import ClusterInfo
+from services.scheduler.reconciler import retry_delay
+from services.scheduler.routing import (
+    affected_by,
     binding_keys,
     bindings_affected_by_cluster,
     bindings_not_scheduled,
     cluster_change_matters,
     cluster_status_matters,
-    retry_delay,
+    deleted,
+    only_taints_added,
 )
 from tests.unit.cache_fake import Cache
 
@@ -74,6 +78,55 @@ def test_a_cluster_change_reaches_bindings_it_may_move() -> None:
     bindings = Cache([rb("any"), rb("prod", env="prod"), rb("dev", env="dev"), rb("dev-on-m1", env="dev", on="m1")])
     event = WatchEvent(MODIFIED, cluster(env="prod"), cluster())
     assert bindings_affected_by_cluster(bindings)(event) == ["default/any", "default/prod", "default/dev-on-m1"]
+
+
+def terms(*names: str, observed: str | None = None) -> Any:
+    """A binding with clusterAffinities terms (`name=env`), the term `observed` scheduled on at its generation."""
+    b = codec.from_dict({"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+                         "metadata": {"name": "t", "namespace": "default", "generation": 1},
+                         "spec": {"placement": {"clusterAffinities": [
+                             {"affinityName": name, "labelSelector": {"matchLabels": {"env": env}}}
+                             for name, env in (n.split("=") for n in names)]}}})
+    if observed is not None:
+        b.status.scheduler_observed_generation = 1
+        b.status.scheduler_observing_affinity_name = observed
+    return b
+
+
+@pytest.mark.parametrize(("binding", "affected"), [
+    (rb("any"), True),
+    (rb("prod", env="prod"), True),
+    (rb("dev", env="dev"), False),
+    (rb("dev-on-m1", env="dev", on="m1"), True),
+    (rb("dev-on-m2", env="dev", on="m2"), False),
+    (terms("a=dev", "b=prod"), True),  # not scheduled at this generation: any term may be next
+    (terms("a=dev", "b=prod", observed="a"), False),
+    (terms("a=dev", "b=prod", observed="b"), True),
+    (terms("a=dev", "b=prod", observed="gone"), True),
+])
+def test_which_bindings_a_cluster_may_move(binding: Any, affected: bool) -> None:
+    assert affected_by(binding, ClusterInfo.from_cluster(cluster(env="prod"))) is affected
+
+
+@pytest.mark.parametrize(("old", "new", "only_added"), [
+    (cluster(1), cluster(2, NOT_READY), True),
+    (cluster(1, NOT_READY), cluster(2, NOT_READY, NOT_READY_EXECUTE), True),
+    (cluster(1, NOT_READY), cluster(2, NOT_READY), False),  # none added
+    (cluster(1, NOT_READY), cluster(2), False),
+    (cluster(1, NOT_READY), cluster(2, NOT_READY_EXECUTE), False),  # one added, one gone
+    (cluster(1), cluster(2, NOT_READY, region="eu"), False),
+])
+def test_only_taints_added(old: cluster_pb2.Cluster, new: cluster_pb2.Cluster, only_added: bool) -> None:
+    assert only_taints_added(old, new) is only_added
+
+
+@pytest.mark.parametrize(("event", "gone"), [
+    (WatchEvent(ADDED, cluster()), False),
+    (WatchEvent(MODIFIED, cluster(2), cluster(1)), False),
+    (WatchEvent(DELETED, cluster()), True),
+])
+def test_deleted(event: WatchEvent[Any], gone: bool) -> None:
+    assert deleted(event) is gone
 
 
 def test_a_binding_is_its_own_key() -> None:

@@ -1,0 +1,111 @@
+"""The scheduler's wiring: informers over Clusters and both binding kinds, one controller per
+kind, and what each controller watches (see routing.py), on a Manager.
+
+A plain class, so tests run it in-process with a store and a clock, stop it at any moment,
+and start a fresh one as a restarted service would.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from opentelemetry import trace
+
+from flotilla.aio.clock import Clock
+from flotilla.api import registry
+from flotilla.api.bindings import BINDING_KINDS, Binding
+from flotilla.api.events import EventType, WatchEvent
+from flotilla.api.registry import ResourceType
+from flotilla.api.v1 import cluster_pb2
+from flotilla.runtime.controller import Controller
+from flotilla.runtime.manager import Manager, ToKeys
+from flotilla.scheduler import metrics
+from flotilla.scheduler.capacity import CapacityLedger
+from flotilla.scheduler.framework import Framework
+from flotilla.store import ObjectStore
+from flotilla.store.base import object_key_of
+from flotilla.store.events import EventQueue
+from flotilla.store.informer import Informer
+from services.scheduler.cluster_snapshots import ClusterView
+from services.scheduler.reconciler import BindingScheduler, SchedulerOptions, ledger_key
+from services.scheduler.routing import (
+    binding_keys,
+    bindings_affected_by_cluster,
+    bindings_not_scheduled,
+    cluster_change_matters,
+    cluster_status_matters,
+    deleted,
+)
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerLoop:
+    """What the leader runs: informers over Clusters and both binding kinds, one controller per
+    kind, and the wiring that turns their changes into work."""
+
+    def __init__(self, store: ObjectStore, clock: Clock, framework: Framework, options: SchedulerOptions,
+                 events: EventQueue | None = None, tracer: trace.Tracer | None = None,
+                 manager: Manager | None = None) -> None:
+        self.manager = manager = manager or Manager(store, clock)
+        self.ledger = CapacityLedger(clock, options.reservation_ttl)
+        self.cluster_informer = clusters = manager.informer(registry.CLUSTER)
+        self.view = ClusterView(self.cluster_informer, clock, self.ledger)
+        self.informers: dict[str, Informer[Binding]] = {}
+        self.controllers: dict[str, Controller] = {}
+        self.reconcilers: dict[str, BindingScheduler] = {}
+        manager.on_event(clusters, lambda _: self.view.changed())
+
+        def cluster_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+            # The initial list finds every binding unscheduled or settled anyway.
+            return clusters.synced and cluster_change_matters(event)
+
+        for binding_kind in BINDING_KINDS:
+            kind: ResourceType[Binding] = binding_kind.resource_type
+            informer = manager.informer(kind)
+            reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
+                                          events, tracer)
+            controller = manager.controller(f"scheduler-{kind.plural}", reconciler, workers=options.workers,
+                                            logger=log)
+            manager.on_event(informer, self._forget_reservations(kind), predicate=deleted)
+            manager.watch(informer, binding_keys, controller, predicate=self._needs_look(reconciler))
+            affected = bindings_affected_by_cluster(informer)
+
+            def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[cluster_pb2.Cluster] = affected,
+                      reconciler: BindingScheduler = reconciler) -> None:
+                for key in affected(event):
+                    reconciler.force(key)
+                    metrics.incoming(metrics.CLUSTER_CHANGED)
+
+            manager.on_event(clusters, force, predicate=cluster_matters)
+            manager.watch(clusters, affected, controller, predicate=cluster_matters)
+            manager.watch(clusters, bindings_not_scheduled(informer), controller,
+                          predicate=lambda event: clusters.synced and cluster_status_matters(event))
+            self.reconcilers[kind.kind] = reconciler
+            self.informers[kind.kind] = informer
+            self.controllers[kind.kind] = controller
+
+    def _forget_reservations(self, kind: ResourceType[Binding]) -> Callable[[WatchEvent[Binding]], None]:
+        return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))
+
+    @staticmethod
+    def _needs_look(reconciler: BindingScheduler) -> Callable[[WatchEvent[Binding]], bool]:
+        def predicate(event: WatchEvent[Binding]) -> bool:
+            if event.type is EventType.DELETED:
+                metrics.incoming(metrics.BINDING_DELETE)
+                return True
+            binding, old = event.obj, event.old
+            if old is not None and old.metadata.generation == binding.metadata.generation:
+                return False
+            # Its own spec write needs no new decision.
+            needed = not reconciler.own_change(object_key_of(binding), binding.metadata.generation)
+            if needed:
+                metrics.incoming(metrics.BINDING_ADD if old is None else metrics.BINDING_UPDATE)
+            return needed
+
+        return predicate
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        await self.manager.run()
