@@ -50,38 +50,47 @@ def options_from(args: argparse.Namespace) -> SchedulerOptions:
     )
 
 
-def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
-    try:
-        framework = Framework.build(ctx.args.plugins)
-    except PluginError as e:
-        raise SystemExit(f"scheduler: {e}") from None
-    ctx.extra["framework"] = framework
+class SchedulerService:
+    """What the Explain/WhatIf servicer (every replica) and the leader's loop share: the plugins
+    built from --plugins, and, while this replica leads, the loop whose reservations WhatIf reads."""
 
-    def reservations() -> Reservations:
-        loop = ctx.extra.get("loop")
+    def __init__(self) -> None:
+        self.framework: Framework | None = None
+        self.loop: SchedulerLoop | None = None
+
+    def add_servicers(self, server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
+        try:
+            framework = Framework.build(ctx.args.plugins)
+        except PluginError as e:
+            raise SystemExit(f"scheduler: {e}") from None
+        self.framework = framework
+        servicer = SchedulerServicer(ctx.store, ctx.clock, framework, options_from(ctx.args), self.reservations)
+        scheduler_pb2_grpc.add_SchedulerServicer_to_server(servicer, server)
+        return [scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name]
+
+    def reservations(self) -> Reservations:
+        loop = self.loop
         return loop.ledger if loop is not None else NoReservations()
 
-    servicer = SchedulerServicer(ctx.store, ctx.clock, framework, options_from(ctx.args), reservations)
-    scheduler_pb2_grpc.add_SchedulerServicer_to_server(servicer, server)
-    return [scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name]
+    async def lead(self, ctx: ServiceContext) -> None:
+        if self.framework is None:
+            raise RuntimeError("scheduler: lead before add_servicers")
+        loop = SchedulerLoop(ctx.store, ctx.clock, self.framework, options_from(ctx.args),
+                             ctx.events, ctx.tracer, manager=ctx.manager())
+        self.loop = loop
+        try:
+            await loop.run()
+        finally:
+            self.loop = None
 
 
-async def lead(ctx: ServiceContext) -> None:
-    loop = SchedulerLoop(ctx.store, ctx.clock, ctx.extra["framework"], options_from(ctx.args),
-                         ctx.events, ctx.tracer, manager=ctx.manager())
-    ctx.extra["loop"] = loop
-    try:
-        await loop.run()
-    finally:
-        ctx.extra.pop("loop", None)
-
-
+SERVICE = SchedulerService()
 SPEC = ServiceSpec(
     name="scheduler",
     description="Flotilla scheduler: places ResourceBindings on member clusters",
     add_arguments=add_arguments,
-    add_servicers=add_servicers,
-    lead=lead,
+    add_servicers=SERVICE.add_servicers,
+    lead=SERVICE.lead,
 )
 
 if __name__ == "__main__":
