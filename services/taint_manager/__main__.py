@@ -42,40 +42,49 @@ def gates(args: argparse.Namespace) -> dict[str, bool]:
     return {**DEFAULT_GATES, **args.feature_gates}
 
 
-def add_servicers(server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
-    args = ctx.args
-    ctx.extra["protection"] = EvictionProtection(ctx.clock, ProtectionConfig(
-        unhealthy_threshold=args.unhealthy_cluster_threshold,
-        primary_rate=args.cluster_eviction_rate,
-        secondary_rate=args.secondary_cluster_eviction_rate,
-        recovery_grace=args.failover_eviction_timeout,
-    ))
-    ctx.extra["evictor_state"] = EvictorState()
-    taint_manager_pb2_grpc.add_TaintManagerServicer_to_server(
-        TaintManagerServicer(ctx.extra["evictor_state"], ctx.extra["protection"]), server)
-    return [taint_manager_pb2.DESCRIPTOR.services_by_name["TaintManager"].full_name]
+class TaintManagerService:
+    """What the TaintManager servicer (every replica) and the leader's controllers share: the
+    eviction protection and the evictor's state it reports."""
+
+    def __init__(self) -> None:
+        self.protection: EvictionProtection | None = None
+        self.evictor_state: EvictorState | None = None
+
+    def add_servicers(self, server: grpc.aio.Server, ctx: ServiceContext) -> Sequence[str]:
+        args = ctx.args
+        self.protection = protection = EvictionProtection(ctx.clock, ProtectionConfig(
+            unhealthy_threshold=args.unhealthy_cluster_threshold,
+            primary_rate=args.cluster_eviction_rate,
+            secondary_rate=args.secondary_cluster_eviction_rate,
+            recovery_grace=args.failover_eviction_timeout,
+        ))
+        self.evictor_state = state = EvictorState()
+        taint_manager_pb2_grpc.add_TaintManagerServicer_to_server(TaintManagerServicer(state, protection), server)
+        return [taint_manager_pb2.DESCRIPTOR.services_by_name["TaintManager"].full_name]
+
+    async def lead(self, ctx: ServiceContext) -> None:
+        if self.protection is None or self.evictor_state is None:
+            raise RuntimeError("taint_manager: lead before add_servicers")
+        args, enabled = ctx.args, gates(ctx.args)
+        await TaintManager(
+            ctx.store, ctx.clock, self.protection,
+            TaintConfig(enabled["Failover"], timedelta(seconds=args.failover_eviction_timeout)),
+            EvictorConfig(enabled=args.enable_no_execute_taint_eviction,
+                          graceful_eviction=enabled["GracefulEviction"],
+                          state_preservation=enabled["StatefulFailoverInjection"],
+                          default_purge_mode=args.no_execute_taint_eviction_purge_mode),
+            workers=args.concurrent_evictions, events=ctx.events, tracer=ctx.tracer, state=self.evictor_state,
+            manager=ctx.manager(),
+        ).run()
 
 
-async def lead(ctx: ServiceContext) -> None:
-    args, enabled = ctx.args, gates(ctx.args)
-    await TaintManager(
-        ctx.store, ctx.clock, ctx.extra["protection"],
-        TaintConfig(enabled["Failover"], timedelta(seconds=args.failover_eviction_timeout)),
-        EvictorConfig(enabled=args.enable_no_execute_taint_eviction,
-                      graceful_eviction=enabled["GracefulEviction"],
-                      state_preservation=enabled["StatefulFailoverInjection"],
-                      default_purge_mode=args.no_execute_taint_eviction_purge_mode),
-        workers=args.concurrent_evictions, events=ctx.events, tracer=ctx.tracer, state=ctx.extra["evictor_state"],
-        manager=ctx.manager(),
-    ).run()
-
-
+SERVICE = TaintManagerService()
 SPEC = ServiceSpec(
     name="taint_manager",
     description="Flotilla taint manager: cluster conditions to taints, NoExecute taints to evictions",
     add_arguments=add_arguments,
-    add_servicers=add_servicers,
-    lead=lead,
+    add_servicers=SERVICE.add_servicers,
+    lead=SERVICE.lead,
 )
 
 if __name__ == "__main__":
