@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,7 +47,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ServiceContext:
-    """What a service's servicers and reconcilers are built from."""
+    """What a service's servicers and reconcilers are built from. What a service's servicers and
+    leader work share (in-memory state to inspect) is typed, on the object whose methods its
+    `add_servicers` and `lead` are (e.g. services/status/__main__.py)."""
 
     name: str
     args: argparse.Namespace
@@ -58,8 +60,6 @@ class ServiceContext:
     tracer: trace.Tracer
     server: grpc.aio.Server | None = None
     elector: LeaderElector | None = None
-    # What servicers and leader work of one service share (e.g. in-memory state to inspect).
-    extra: dict[str, Any] = field(default_factory=dict)
     # Set by the runner: the service's gRPC health follows its managers' tasks.
     on_unhealthy: Callable[[str, BaseException], Awaitable[None] | None] | None = None
     on_healthy: Callable[[], Awaitable[None] | None] | None = None
