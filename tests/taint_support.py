@@ -14,8 +14,8 @@ from flotilla.api.v1 import work_pb2
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from services.taint_manager.cluster_taints import TaintConfig
+from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig
-from services.taint_manager.manager import TaintManager
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
 from tests.factories import make_cluster
 

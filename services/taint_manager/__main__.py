@@ -13,8 +13,8 @@ from flotilla.api.v1 import taint_manager_pb2, taint_manager_pb2_grpc
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.taint_manager.cluster_taints import TaintConfig
+from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig, EvictorState
-from services.taint_manager.manager import TaintManager
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
 from services.taint_manager.servicer import TaintManagerServicer
 

@@ -16,8 +16,8 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACE_OPENED_FOR_ANNOTATION
 from flotilla.store import MemoryStore
 from services.taint_manager.cluster_taints import TaintConfig
+from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig, user_taint_signature
-from services.taint_manager.manager import TaintManager
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
 from tests.factories import make_cluster
 from tests.taint_support import make_binding, ready_cluster
