@@ -36,7 +36,7 @@ from flotilla.credentials import secret_document  # noqa: E402
 from flotilla.member import load_kubeconfig  # noqa: E402
 from flotilla.store import Store  # noqa: E402
 from flotilla.store.embedded import EmbeddedEtcd  # noqa: E402
-from services.executor.execution_manager import ExecutionManager  # noqa: E402
+from services.executor.controllers import ExecutionManager  # noqa: E402
 from sim import SimServer  # noqa: E402
 from sim.catalog import builtin  # noqa: E402
 

@@ -26,8 +26,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.store import ObjectStore
 from services.executor.agent import PullAgent
-from services.executor.controllers import ExecutorConfig, ExecutorControllers
-from services.executor.execution_manager import ExecutionManager
+from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
 from services.executor.lease import LeaseRenewer
 
 PULL = "Pull"

@@ -1,6 +1,6 @@
 """Which executor keys an informer event affects, for the detector, the dependencies
-distributor, the policy finalizer, the binding and binding-status controllers (wired in
-controllers.py) and the execution controller (execution_manager.py).
+distributor, the policy finalizer, the binding and binding-status controllers and the
+execution controller (all wired in controllers.py).
 
 Pure functions of the event and of informer caches passed in, so that the routing is
 table-tested without etcd. Starting template informers on demand is a side effect and lives

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from opentelemetry import trace
 
+from flotilla.aio.clock import Clock
 from flotilla.api import registry
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.clients import MemberClients
@@ -20,7 +21,6 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.push_members import SUMMARY_KINDS, PushMembers
 from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.member.watches import MemberWatches
-from flotilla.runtime.clock import Clock
 from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder

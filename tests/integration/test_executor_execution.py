@@ -24,7 +24,7 @@ from flotilla.store import Store
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor.__main__ import execution_clients
-from services.executor.execution_manager import ExecutionManager
+from services.executor.controllers import ExecutionManager
 from sim import SimServer
 from tests.factories import EXAMPLE_FILES
 from tests.sim_fixtures import StartSim

@@ -11,7 +11,7 @@ import pytest
 
 from flotilla.aio.clock import RealClock
 from flotilla.store import Store
-from services.executor.execution_manager import ExecutionManager
+from services.executor.controllers import ExecutionManager
 from sim import SimCluster
 from sim.catalog import builtin
 from tests.integration.test_executor_execution import executing, health_of, joined_work, set_ready

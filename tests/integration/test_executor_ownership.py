@@ -22,7 +22,7 @@ from flotilla.api.wellknown import CONFLICT_RESOLUTION_ANNOTATION, EXECUTION_FIN
 from flotilla.member import MemberClient
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder, events_for
-from services.executor.execution_manager import ExecutionManager
+from services.executor.controllers import ExecutionManager
 from sim import SimServer
 from tests.integration.test_executor_execution import executing as executing_works
 from tests.integration.test_executor_execution import join, set_ready

@@ -13,8 +13,7 @@ from flotilla.clusterstatus.clients import MemberClients
 from flotilla.member import MemberClient
 from flotilla.store import Store
 from flotilla.store.informer import Informer
-from services.executor.controllers import ExecutorConfig, ExecutorControllers
-from services.executor.execution_manager import ExecutionManager
+from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
 from tests.integration.test_executor_execution import deployment, join
 from tests.sim_fixtures import StartSim
 

@@ -23,8 +23,7 @@ from flotilla.member import MemberClient
 from flotilla.runtime.manager import Manager
 from flotilla.store import Store, Undecodable
 from services.executor.__main__ import execution_clients
-from services.executor.controllers import ExecutorConfig, ExecutorControllers
-from services.executor.execution_manager import ExecutionManager
+from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
 from tests.integration.test_executor_execution import deployment, join
 from tests.sim_fixtures import StartSim
 
