@@ -85,12 +85,16 @@ def update_history(history: Sequence[work_pb2.FailoverRecord], spec: work_pb2.Re
     return HistoryUpdate(kept, tuple(r for r in recovered if r in kept), list(kept) != list(history))
 
 
-def refresh(binding: Binding, health: Mapping[str, str],
-            scheduled: bool, now: datetime) -> HistoryUpdate:
-    """`update_history` written into the binding's status. Each writer of a failover step (the
-    eviction, the placement, the task's end) brings the history up to date in its own write, so
-    the history costs no write of its own; the failover-history controller stays the backstop."""
-    update = update_history(binding.status.failover_history, binding.spec, health, scheduled, now)
+def refresh(binding: Binding, health: Mapping[str, str], scheduled: bool, now: datetime,
+            spec: work_pb2.ResourceBindingSpec | None = None) -> HistoryUpdate:
+    """`update_history` written into the binding's status: the one way every writer of
+    `status.failoverHistory` writes it. Each writer of a failover step (the eviction, the
+    placement, the task's end) brings the history up to date in its own write, so the history
+    costs no write of its own; the failover-history controller, which calls this too, stays the
+    backstop. `spec`: the spec the history is judged on when it is not the binding's own (a task
+    drop judges the version whose tasks it drops, and writes the one without them)."""
+    update = update_history(binding.status.failover_history, binding.spec if spec is None else spec,
+                            health, scheduled, now)
     if update.changed:
         del binding.status.failover_history[:]
         binding.status.failover_history.extend(update.history)

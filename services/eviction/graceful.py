@@ -31,7 +31,7 @@ from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
-from flotilla.failover_history import update_history
+from flotilla.failover_history import refresh
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import (
     FAILOVER_RTO_SECONDS,
@@ -152,15 +152,13 @@ class GracefulEvictionReconciler:
         # binding has a new generation that nobody has scheduled or applied yet), written with the
         # tasks: the recovery a dropped task stands for costs no write of its own.
         now = self.clock.now()
-        history = update_history(binding.status.failover_history, binding.spec, health_of(binding),
-                                 scheduler_decided(binding), now)
         carry = carry_after_drop(binding, updated, [d.task.from_cluster for d in verdict.dropped],
                                  self._cluster_info, self.framework, now) if verdict.dropped else Carry.NOTHING
+        recovered: list[work_pb2.FailoverRecord] = []
 
         def record_history(obj: Binding) -> None:
-            if history.changed:
-                del obj.status.failover_history[:]
-                obj.status.failover_history.extend(history.history)
+            recovered[:] = refresh(obj, health_of(binding), scheduler_decided(binding), now,
+                                   spec=binding.spec).recovered
             # What the scheduler would record for the new generation, when the drop cannot
             # change its decision, and what the executor's aggregation would: their passes then
             # have nothing to write.
@@ -173,7 +171,7 @@ class GracefulEvictionReconciler:
                 kind=kind_of(binding).kind, reason=",".join(sorted({d.why.value for d in verdict.dropped}))),
         ):
             written = await self.store.update(updated, original=binding, status_change=record_history)
-        observe_recovered(binding, f"{kind_of(binding).kind}:{key}", history.recovered)
+        observe_recovered(binding, f"{kind_of(binding).kind}:{key}", recovered)
         template = template_of(binding)
         events = []
         for dropped in verdict.dropped:

@@ -2,19 +2,19 @@
 ClusterResourceBindings alike (the rules are in flotilla/failover_history.py; the writers of each failover step
 keep it up to date in their own writes, and this controller catches whatever they did not).
 
-A pass reads the binding from the informer cache, asks `history.update_history` for the new
-history and writes it with one status compare-and-swap when it changed. A conflict means a
-newer version is on its way through the informer, which brings the binding back here. Every
-record whose recovered_time this pass set is observed once in
-`flotilla_failover_recovery_seconds` (a pass whose write fails observes nothing; the next one
-sets it again).
+A pass reads the binding from the informer cache, brings the history up to date with
+`failover_history.refresh` (as every writer of the field does) and writes it with one status
+compare-and-swap when it changed. A conflict means a newer version is on its way through the
+informer, which brings the binding back here. Every record whose recovered_time this pass set is
+observed once in `flotilla_failover_recovery_seconds` (a pass whose write fails observes nothing;
+the next one sets it again).
 """
 
 from __future__ import annotations
 
 from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached
-from flotilla.failover_history import update_history
+from flotilla.failover_history import refresh
 from flotilla.runtime.controller import Result
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
@@ -41,8 +41,8 @@ class FailoverHistoryReconciler:
         if binding is None:
             return None
         now = self.clock.now()
-        update = update_history(binding.status.failover_history, binding.spec, health_of(binding),
-                                scheduled(binding), now)
+        updated = copy_of(binding)
+        update = refresh(updated, health_of(binding), scheduled(binding), now)
         if not update.changed:
             return None
         if assess(binding.spec.graceful_eviction_tasks, now, placement_of(binding), self.graceful.timeout).changed:
@@ -50,9 +50,6 @@ class FailoverHistoryReconciler:
             # with them (its recovery time, typically): a write of its own here would be a second.
             # Should that write lose its compare-and-swap, the next version comes back to both.
             return None
-        updated = copy_of(binding)
-        del updated.status.failover_history[:]
-        updated.status.failover_history.extend(update.history)
         try:
             await self.store.update_status(updated, original=binding)
         except (Conflict, NotFound):
