@@ -69,10 +69,13 @@ _REFRESH = "flotilla.failover_history.refresh"
 _RECORD_CARRY = "flotilla.scheduler.task_drop.record_carry"
 _CARRY_AGGREGATION = "flotilla.aggregated_status.carry_aggregation"
 _SCHEDULE = "services.scheduler.reconciler.BindingScheduler._status_change"
-_TASK_DROP_SCHEDULER = Writer(EVICTION, (_RECORD_CARRY,))
+_OBSERVE = "flotilla.scheduler.observed.observe"
+_CARRY_SCHEDULED = "flotilla.scheduler.observed.carry_scheduled"
+_TASK_DROP_OBSERVED = Writer(EVICTION, (_RECORD_CARRY, _OBSERVE))
+_TASK_DROP_SCHEDULED = Writer(EVICTION, (_RECORD_CARRY, _CARRY_SCHEDULED))
 _TASK_DROP_EXECUTOR = Writer(EVICTION, (_CARRY_AGGREGATION,))
 _TASK_DROP_WHY = ("; the task drop writes it in its own write, when `carry_after_drop` finds the scheduler's "
-                  "next pass would write nothing else (the scheduler's rule applied by the eviction service; "
+                  "next pass would write nothing else (by the scheduler's own rule, `flotilla.scheduler.observed`; "
                   "one write per evicted binding fewer)")
 _CARRY_WHY = ("; the task drop writes the aggregation without the dropped cluster's item when it was "
               "current (`carry_aggregation` judges it with `expected_clusters` and `set_fully_applied`, "
@@ -107,15 +110,15 @@ FIELDS: tuple[Field, ...] = (
     *(Field(f"spec.{name}", USER, (), "a user's document; no service writes it") for name in (
         "components", "rescheduleTriggeredAt", "schedulePriority", "workloadAffinityGroups")),
     # -- status ----------------------------------------------------------------------------
-    Field("status.schedulerObservedGeneration", SCHEDULER, (_SCHEDULE,),
-          "which generation the scheduler has decided" + _TASK_DROP_WHY, (_TASK_DROP_SCHEDULER,)),
+    Field("status.schedulerObservedGeneration", SCHEDULER, (_SCHEDULE, _OBSERVE),
+          "which generation the scheduler has decided" + _TASK_DROP_WHY, (_TASK_DROP_OBSERVED,)),
     Field("status.schedulerObservingAffinityName", SCHEDULER, (_SCHEDULE,),
           "the clusterAffinities term the placement uses"),
     Field("status.lastScheduledTime", SCHEDULER, (_SCHEDULE,),
           "when the scheduler last placed the binding (the executor aggregates only scheduled bindings)"),
     Field(condition("Scheduled"), SCHEDULER, (_SCHEDULE,),
           "the scheduler's last decision, for the generation it was made" + _TASK_DROP_WHY,
-          (_TASK_DROP_SCHEDULER,)),
+          (_TASK_DROP_SCHEDULED,)),
     Field("status.aggregatedStatus", EXECUTOR, ("services.executor.binding_status.aggregate_into",),
           "the Works' statuses, which only the executor reads" + _CARRY_WHY, (_TASK_DROP_EXECUTOR,)),
     Field(condition("FullyApplied"), EXECUTOR, ("flotilla.aggregated_status.set_fully_applied",),

@@ -18,15 +18,14 @@ from datetime import datetime
 from enum import Enum
 
 from flotilla.api.bindings import Binding
-from flotilla.api.conditions import TRUE, get_condition, set_condition
+from flotilla.api.conditions import TRUE, get_condition
 from flotilla.scheduler.affinities import terms_to_try
 from flotilla.scheduler.binding_info import binding_info, for_cluster_affinity, for_term
 from flotilla.scheduler.framework import Framework, PluginFailure
 from flotilla.scheduler.need_schedule import Trigger, need_schedule
+from flotilla.scheduler.observed import SCHEDULED, carry_scheduled, observe
 from flotilla.scheduler.placement import effective_placement, is_workload, reschedule_requested
 from flotilla.scheduling import ClusterInfo
-
-SCHEDULED = "Scheduled"
 
 
 class Carry(Enum):
@@ -88,14 +87,11 @@ def rules_out(binding: Binding, cluster: ClusterInfo, framework: Framework, now:
 
 
 def record_carry(binding: Binding, carry: Carry, now: datetime) -> bool:
-    """Record `carry` on the binding about to be written at its new generation."""
+    """Record `carry` on the binding about to be written at its new generation, by the
+    scheduler's own rule (`flotilla.scheduler.observed`)."""
     if carry is Carry.NOTHING:
         return False
-    generation = binding.metadata.generation
-    changed = binding.status.scheduler_observed_generation != generation
-    binding.status.scheduler_observed_generation = generation
-    scheduled = get_condition(binding.status.conditions, SCHEDULED)
-    if carry is Carry.DECISION and scheduled is not None:
-        changed = set_condition(binding.status.conditions, SCHEDULED, scheduled.status, scheduled.reason,
-                                scheduled.message, now, generation) or changed
+    changed = observe(binding)
+    if carry is Carry.DECISION:
+        changed = carry_scheduled(binding, now) or changed
     return changed

@@ -39,6 +39,7 @@ from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, replica_request
 from flotilla.scheduler.framework import Framework, Unfit
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
+from flotilla.scheduler.observed import observe
 from flotilla.scheduler.placement import is_workload, returning_clusters
 from flotilla.store import Conflict, NotFound, ObjectStore, Undecodable
 from flotilla.store.base import copy_of, object_key_of
@@ -260,9 +261,7 @@ class BindingScheduler:
             if decision.ok:
                 # Karmada records the generation read before its patch and lets the next pass catch
                 # up; recording the one written saves that pass and its write.
-                if status.scheduler_observed_generation != generation:
-                    status.scheduler_observed_generation = generation
-                    changed = True
+                changed = observe(binding) or changed
                 seconds = int(now.timestamp())
                 if stamp and status.last_scheduled_time.seconds != seconds:
                     status.last_scheduled_time.FromSeconds(seconds)
@@ -306,10 +305,7 @@ class BindingScheduler:
         generation = binding.metadata.generation
 
         def change(obj: Binding) -> bool:
-            if obj.metadata.generation != generation or obj.status.scheduler_observed_generation == generation:
-                return False
-            obj.status.scheduler_observed_generation = generation
-            return True
+            return obj.metadata.generation == generation and observe(obj)
 
         with contextlib.suppress(NotFound):
             await self.store.mutate(self.kind, binding.metadata.namespace, binding.metadata.name, change, status=True)

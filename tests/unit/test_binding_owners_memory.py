@@ -19,19 +19,20 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from flotilla.aio.clock import RealClock
 from flotilla.api import bindings, keys, owners, registry
 from flotilla.api.conditions import FALSE, get_condition, set_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.runtime.clock import RealClock
 from flotilla.scheduler.framework import Framework
 from flotilla.store import MemoryStore
 from flotilla.store.base import copy_of
 from services.eviction.controllers import EvictionControllers
 from services.executor.controllers import ExecutorControllers
-from services.scheduler.reconciler import SchedulerLoop, SchedulerOptions
+from services.scheduler.controllers import SchedulerLoop
+from services.scheduler.reconciler import SchedulerOptions
 from services.taint_manager.cluster_taints import TaintConfig
+from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig
-from services.taint_manager.manager import TaintManager
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
 from tests.scheduler_support import cluster
 from tests.unit.test_executor_binding_flow_memory import (
