@@ -2,12 +2,12 @@
 connection per member: `/readyz`, and now and then its version, discovery, nodes and pods.
 
 Not `MemberClient`, which keeps a session and a pool per member for the executor's parallel
-applies: discovery's reads in parallel left about eight TLS connections open per member, each
-holding asyncio's 256 KiB read buffer, and at 100 members that was most of the status service's
-325 MiB (docs/performance.md). Here one aiohttp session per event loop serves every member, its
-connector holds one connection per member (the pool is keyed by host, port and TLS context), and
-a member's reads go one after another. The probe's reading, the TLS settings and the errors
-(`MemberError`) are `MemberClient`'s own.
+applies: discovery's reads in parallel would leave several TLS connections open per member, each
+holding asyncio's 256 KiB read buffer, and at a hundred members those buffers would be most of
+the status service's memory (docs/performance.md, "What the defaults rest on"). Here one aiohttp
+session per event loop serves every member, its connector holds one connection per member (the
+pool is keyed by host, port and TLS context), and a member's reads go one after another. The
+probe's reading, the TLS settings and the errors (`MemberError`) are `MemberClient`'s own.
 """
 
 from __future__ import annotations

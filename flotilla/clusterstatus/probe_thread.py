@@ -1,14 +1,14 @@
 """Push members' health probes on an event loop of their own, in a thread of its own.
 
-A probe is one GET, bounded by the probe timeout; on the status service's main loop it queued
-behind everything else that loop does (collections, etcd reads and writes, decoding), so on a
-busy plane a member answering in milliseconds could still time out there, and enough of those in
-a row is a false failover (docs/performance.md). This loop does nothing but `/readyz`, each
-member over one kept-alive connection; the caller awaits the answer from its own loop, and
-`ClusterProber` decides with it as before. A thread and not a process: a probe needs well under
-a millisecond of the interpreter, and a thread waiting for the GIL gets it within milliseconds
-(the switch interval is 5 ms; one long call in C, decoding a big list, holds it a little longer),
-far inside any probe timeout.
+A probe is one GET, bounded by the probe timeout; on the status service's main loop it would
+queue behind everything else that loop does (collections, etcd reads and writes, decoding), so
+on a busy plane a member answering in milliseconds could still time out there, and enough of
+those in a row is a false failover (docs/performance.md, "How the health thresholds protect a
+loaded control plane"). This loop does nothing but `/readyz`, each member over one kept-alive
+connection; the caller awaits the answer from its own loop, and `ClusterProber` decides with it.
+A thread and not a process: a probe needs well under a millisecond of the interpreter, and a
+thread waiting for the GIL gets it within milliseconds (the switch interval is 5 ms; one long
+call in C, decoding a big list, holds it a little longer), far inside any probe timeout.
 """
 
 from __future__ import annotations

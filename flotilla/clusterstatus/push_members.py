@@ -1,9 +1,9 @@
 """Push members as the status service's prober reads them: health from the probe thread, the
 collection from this loop, credentials from a cache, and nodes and pods from watches of each
 Ready member (`flotilla.member.watches`, keeping only what the summaries read) once they have
-listed: a member's every pod listed at every collection was most of what the status service and
-the simulator spent at 100 members (docs/performance.md). Until its watches have listed, a
-member's nodes and pods are listed as before."""
+listed: a member's every pod listed at every collection would be most of what the status service
+and the simulator do at a hundred members (docs/performance.md, "What the defaults rest on").
+Until its watches have listed, a member's nodes and pods are listed at each collection."""
 
 from __future__ import annotations
 

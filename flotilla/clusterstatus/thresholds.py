@@ -17,9 +17,9 @@ from flotilla.clusterstatus.observation import ReadyObservation
 
 # A Push member's probe is stamped with its tick (services/status/push.py): the wall clock less
 # the lag read off the monotonic one, two reads whose difference wanders by microseconds. Stamps
-# a whole number of periods apart came out a few microseconds short of it about a third of the
-# time, so a failure observed for exactly the threshold (three ticks of a 3 s threshold) was
-# held back to the next probe, a period late. A millisecond is far below any probe period.
+# a whole number of periods apart can come out a few microseconds short of it, and without a
+# tolerance a failure observed for exactly the threshold (three ticks of a 3 s threshold) would
+# be held back to the next probe, a period late. A millisecond is far below any probe period.
 STAMP_TOLERANCE = timedelta(milliseconds=1)
 
 
