@@ -15,7 +15,8 @@ PROFILES: dict[str, dict[str, str]] = {
         "FLOTILLA_CLUSTER_FAILURE_THRESHOLD": "3s",
         "FLOTILLA_CLUSTER_SUCCESS_THRESHOLD": "3s",
         "FLOTILLA_CLUSTER_PROBE_TIMEOUT": "1s",
-        # Probed every second, a member is still listed in full only every 5 s (docs/performance.md).
+        # Probed every second, a member is still listed in full only every 5 s: listing it at every
+        # probe would crowd the probes out (docs/performance.md, "What the defaults rest on").
         "FLOTILLA_CLUSTER_COLLECT_PERIOD": "5s",
         "FLOTILLA_CLUSTER_MONITOR_PERIOD": "1s",
         "FLOTILLA_CLUSTER_MONITOR_GRACE_PERIOD": "5s",

@@ -2,9 +2,9 @@
 
 Requests go out on one aiohttp session per cluster (bearer-token auth, TLS from the CA, a
 per-request timeout), with paths taken from discovery, so the same code reaches the simulator
-and a real API server. kubernetes_asyncio's generated client did the same through
-`ApiClient.call_api`, but importing it loads every generated model (39 MiB in each process that
-talks to members) and its session looked up a proxy and a netrc file, in threads, at every
+and a real API server. kubernetes_asyncio's generated client does the same through
+`ApiClient.call_api`, but importing it loads every generated model (tens of MiB in each process
+that talks to members) and its session looks up a proxy and a netrc file, in threads, at every
 request; only JSON in and out is needed here.
 """
 
@@ -43,9 +43,9 @@ __all__ = [
 
 # How long the executor waits for a member's answer to one request: the API server's own
 # default (its --request-timeout). Not the probe timeout: an apply or a delete to a busy member
-# takes longer than a health probe, and one given up on was usually done all the same, only to
-# be sent again. Under a failover's load on two cores, a quarter of the applies took over the
-# demo profile's 1 s probe timeout and were each sent two or three times.
+# takes longer than a health probe, and one given up on is usually done all the same, only to
+# be sent again: under a failover's load many applies outlast the demo profile's 1 s probe
+# timeout.
 REQUEST_TIMEOUT = 60.0
 
 # Watch events carrying large objects can exceed aiohttp's default read buffer (etcd's request
@@ -56,12 +56,12 @@ _READ_BUFFER = 2**21
 _CONNECTIONS = 100
 # Requests to one member in flight at once, watches apart. Each opens a connection that is then
 # kept alive, and an HTTPS connection holds asyncio's 256 KiB read buffer: with the executor's
-# workers applying to every member at once, each member kept as many connections as there are
-# workers. A Kubernetes client multiplexes one HTTP/2 connection; a few HTTP/1.1 ones serve here.
+# workers applying to every member at once, each member would keep as many connections as there
+# are workers. A Kubernetes client multiplexes one HTTP/2 connection; a few HTTP/1.1 ones serve here.
 _REQUESTS = 4
 # asyncio gives every TLS connection a read buffer of SSLProtocol.max_size, 256 KiB, allocated
 # whole when the connection opens. A control plane keeps a watch and a few requests' connections
-# open to each of a hundred members: at 256 KiB that was some 50 MiB of mostly empty buffers in
+# open to each of a hundred members: at 256 KiB each, tens of MiB of mostly empty buffers in
 # the executor. Reads take 64 KiB at a time instead; a larger answer takes more of them.
 _TLS_READ_BUFFER = 64 * 1024
 if getattr(asyncio.sslproto.SSLProtocol, "max_size", 0) > _TLS_READ_BUFFER:

@@ -146,8 +146,8 @@ def _base_units(name: str, quantity: Quantity) -> int:
 @functools.lru_cache(maxsize=4096)
 def _parsed(name: str, amount: str | int | float) -> int:
     """A request in base units, parsed once per distinct (name, amount): a member's pods repeat
-    a handful of them, and each collection sums every pod's afresh (parsing them every time was
-    3.7 ms a collection of 110 pods, most of the status service's work at 10,000 pods)."""
+    a handful of them, and each collection sums every pod's afresh (parsing them every time would
+    be most of the status service's work at ten thousand pods)."""
     return _base_units(name, Quantity.parse(amount))
 
 

@@ -6,12 +6,12 @@ Works carry; the status service reads every node and pod for a cluster's summari
 A watch resumes from the last resourceVersion it saw (bookmarks keep that fresh), relists on
 410 Gone, and backs off on errors. Every `resync` each cached object is reported as changed
 again, from the cache, as client-go's informers resync: a reaction that failed or was lost is
-made again, and nothing is listed (a relist of every member's every kind at once was a burst of
+made again, and nothing is listed (a relist of every member's every kind at once is a burst of
 work for the members and for this process, and the watch already keeps the cache whole). Each
 wait is jittered, between half and one and a half `resync` (as client-go's wait.Jitter spreads its
 loops): a hundred members' watches start within seconds of each other, with their first Works,
-and without the jitter all of their objects were reported again within those seconds, every
-`resync` (at the failover benchmark's size, ten thousand Works to reconcile at once).
+and without the jitter all of their objects would be reported again within those seconds, every
+`resync` (at ten thousand bindings, ten thousand Works to reconcile at once).
 
 A cluster that is not Ready has no watches and no cache: its watches stop when it leaves Ready
 and start again, from a fresh list, when a Work of it is next reconciled. Each cluster's watches
@@ -54,9 +54,8 @@ class KindCache:
     """The member's objects of one kind, as last listed and watched.
 
     Each is kept as `keep` makes it, with its resourceVersion beside it. By default that is its
-    JSON: as parsed dicts a member's objects cost several times their JSON (8 KB against 1.5 KB
-    for a simulated Deployment, so 65 MiB at 10,000 bindings), and the work-status reconciler
-    reads only the few a Work carries. A reader of every object keeps only the fields it reads.
+    JSON: as parsed dicts a member's objects cost several times their JSON, and the work-status
+    reconciler reads only the few a Work carries. A reader of every object keeps only the fields it reads.
     """
 
     synced: bool = False

@@ -27,8 +27,8 @@ class JsonLinesSpanExporter(SpanExporter):
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        # indent=None: one line as the SDK writes it (it indents by default; reparsing that to
-        # compact it was 4% of a busy executor's samples in a failover).
+        # indent=None: one line as the SDK writes it (it indents by default, and reparsing that to
+        # compact it would cost a busy executor time of its own for every span).
         lines = "".join(s.to_json(indent=None) + "\n" for s in spans)
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             # One write call per batch keeps lines from different processes whole (O_APPEND).
@@ -42,7 +42,7 @@ class JsonLinesSpanExporter(SpanExporter):
 class _FixedResource(Resource):
     """A Resource that gives its JSON as it was when made: the SDK writes a span's resource into
     every span's JSON by encoding it indented (with the pure-Python encoder) and parsing it back,
-    which was more than half of the cost of exporting a span. A provider's resource never changes."""
+    which would be most of the cost of exporting a span. A provider's resource never changes."""
 
     def __init__(self, resource: Resource) -> None:
         super().__init__(resource.attributes, resource.schema_url)

@@ -59,7 +59,7 @@ def ephemeral_ports(path: Path = EPHEMERAL_RANGE_FILE) -> range:
 def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
     """A port nothing is bound to, for a server about to start. The kernel's own choice (a bind
     to port 0) comes from the range it hands out to outgoing connections, and a busy test run
-    makes thousands of them: one took such a port between its choice and the server's bind
+    makes thousands of them: one can take such a port between its choice and the server's bind
     ("Address already in use"). So the port is picked where no connection goes, unless the
     kernel's range covers it all."""
     rng = rng or random.SystemRandom()

@@ -167,9 +167,9 @@ class EventQueue(EventRecorder):
     rather than block its caller. Run `run()` for as long as Events are recorded.
 
     Under a storm the Events go out a group at a time (a quarter of a second's worth), written
-    together so that they travel to etcd as one request (flotilla.store.group_commit), where
-    one at a time, each its own request and raft entry, they cost etcd and this process about
-    four times as much for the same rate."""
+    together so that they travel to etcd as one request (flotilla.store.group_commit): one at a
+    time, each its own request and raft entry, they would cost etcd and this process several
+    times as much for the same rate."""
 
     def __init__(self, store: ObjectStore, component: str, ttl: int = 3600, host: str = "",
                  qps: float = 50.0, capacity: int = MAX_QUEUED_EVENTS) -> None:
