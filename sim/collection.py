@@ -1,8 +1,8 @@
 """Keeping Python's full garbage collections short in a simulator process.
 
 A simulator holding 10,000 Deployments and their pods has millions of long-lived objects, and a
-full collection walks all of them: 300-600 ms with the loop stopped, so a `/readyz` that arrives
-meanwhile waits that long (measured under bench/rollout.py, 100 clusters x 100 Deployments).
+full collection walks all of them, for hundreds of milliseconds with the loop stopped, so a
+`/readyz` that arrives meanwhile waits that long.
 After each full collection the survivors are frozen (`gc.freeze`): the next full collection
 walks only what was made since. The cost: a cycle among frozen objects that later becomes
 garbage is never freed. The simulator's state is plain dicts and lists, and a simulator is not

@@ -72,7 +72,7 @@ def rooms(nodes: Iterable[Obj], pods: Iterable[Obj], requests: Mapping[str, Mapp
 
 @functools.lru_cache(maxsize=256)
 def _parsed(allocatable: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], ...]:
-    # Every scheduling pass rebuilds each node's room; parsing its quantities was most of that.
+    # Every scheduling pass rebuilds each node's room; parsing its quantities would be most of that.
     return tuple((name, Quantity.parse(amount).milli_value() if name == "cpu" else Quantity.parse(amount).value())
                  for name, amount in allocatable)
 

@@ -69,7 +69,7 @@ class ClusterState:
                   field_selector: str | None = None) -> Obj:
         """The list as `list` answers it, but sharing the live objects' contents: only for a caller
         that encodes it before the event loop runs anything else. Deep-copying every item of every
-        list was most of the simulator's time under a rollout's per-second pod lists."""
+        list would be most of the simulator's time under a rollout's per-second pod lists."""
         return {"kind": f"{t.kind}List", "apiVersion": t.api_version,
                 "metadata": {"resourceVersion": str(self.store.revision)},
                 "items": [list_item(t, obj) for obj in self._selected(t, namespace, label_selector, field_selector)]}

@@ -428,9 +428,9 @@ async def follow_writes(store: Store, revision: int, affected: dict[str, work_pb
     """Every write to etcd under Flotilla's root from `revision` on, counted by resource, in one
     watch. The affected bindings (etcd key -> the version before) are decoded once each write:
     handed to `see`, and their writes split into the failover's own and the executor's reports of
-    their Works. The other bindings are not decoded: with a binding informer beside this watch,
-    the benchmark read and decoded each affected binding's writes twice, and took more of the
-    machine it shares with the plane than any figure needs."""
+    their Works. The other bindings are not decoded, and no binding informer runs beside this
+    watch: it would read and decode each affected binding's writes twice, and take more of the
+    machine the benchmark shares with the plane than any figure needs."""
     rt = registry.RESOURCE_BINDING
     last = {key: failover_part(rb) for key, rb in affected.items()}
     counts = writes.counts
@@ -457,8 +457,8 @@ async def events_written(queued: Callable[[], Awaitable[float | None]], timeout:
     """Seconds until `queued()` (the Events every service has left to write) is 0, or None if it
     was not within `timeout`. None from `queued()` (a service whose metrics could not be read)
     is not settled. A rollout leaves up to 1,000 Events per service queued (written at
-    --event-qps), and a failover started at once would be measured writing them: in a sweep most
-    of the 10-binding failover's CPU went to them."""
+    --event-qps), and a failover started at once would be measured writing them: a small
+    failover's CPU would go mostly to them."""
     started = time.monotonic()
     while await queued() != 0:
         if time.monotonic() - started > timeout:

@@ -1,8 +1,9 @@
 """Reads from an informer once it has synced, from etcd before.
 
 A reconciler is brought to a key by its informer's event, so the informer holds that version
-already, and a later one brings the key back. Read from etcd instead, every pass cost a round
-trip per object it looks at, and at ten thousand bindings the passes queued behind them.
+already, and a later one brings the key back. Read from etcd instead, every pass would cost a
+round trip per object it looks at, and at ten thousand bindings the passes would queue behind
+them.
 A decision made on a copy that has since changed fails its compare-and-swap, and the caller
 decides again.
 """

@@ -1,18 +1,19 @@
 """Status writes that start from an informer's copy instead of a fresh read from etcd.
 
 Nearly every status write of the executor follows the event that brought its informer the very
-version it changes: reading that version again first doubled the round trips of each write, and
-a failover of a thousand bindings is mostly such writes (a Work applied, then its member status;
-the binding's aggregated status; the template's). The compare-and-swap on the copy's
-resourceVersion proves it is still what is stored; on a conflict the store's `mutate` takes over,
-reading afresh each time.
+version it changes: reading that version again first would double the round trips of each write,
+and a failover of a thousand bindings is mostly such writes (a Work applied, then its member
+status; the binding's aggregated status; the template's). The compare-and-swap on the copy's
+resourceVersion proves it is still what is stored; on a conflict the store's `mutate` takes
+over, reading afresh each time.
 
 A copy can lag behind this writer's own last write to the object; deciding from it that there is
 nothing to do could skip a write that is due (a status gone A -> B -> A while the informer still
 shows A). So the writer remembers, per object, the revision it last wrote, and does not trust a
 copy older than that until the informer has caught up. While it lags, the writer starts from the
 version it wrote itself, when it still has it: a binding's status is written again and again as
-its Works report in quick succession, and each of those writes read the binding afresh before.
+its Works report in quick succession, and reading the binding afresh for each would double their
+round trips.
 Whatever someone else wrote since fails the compare-and-swap, and its event brings the key back.
 """
 
@@ -42,7 +43,7 @@ class CachedStatusWriter:
         # object key -> the revision this writer last wrote, while the informer is behind it.
         self._written: dict[str, int] = {}
         # The last objects written, newest at the end, as written (a bounded cache: a key that
-        # falls out of it is read afresh, as before).
+        # falls out of it is read afresh).
         self._last: OrderedDict[str, Message] = OrderedDict()
 
     async def mutate(self, ref: ResourceRef[M], namespace: str, name: str, cached: M | None,

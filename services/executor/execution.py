@@ -56,9 +56,9 @@ SYNC_FAILED = "SyncFailed"
 
 # A Work whose cluster is not Ready waits for it: the cluster turning Ready re-enqueues the
 # cluster's Works at once (routing.readiness_changed), so this is only a safety net. As an error
-# retried with per-key backoff from 5 ms, the thousand old Works of a failed member, deleted as
-# their eviction tasks were dropped, were tried over 13,000 times in three minutes (each with
-# a warning line) during the failover they were part of.
+# retried with per-key backoff from 5 ms, every old Work of a failed member, deleted as its
+# eviction task is dropped, would be tried again and again (each time with a warning line) for
+# as long as the failover it is part of lasts.
 CLUSTER_NOT_READY_RECHECK = 30.0
 
 

@@ -1,8 +1,9 @@
 """Collecting a Ready Push member's version, discovery, nodes and pods (docs/karmada-rules.md §3
 step 5) apart from its probes: a controller of its own, so that a probe never waits for a worker
-busy listing another member. At 100 members the collections are most of the status service's
-main loop (docs/performance.md); sharing the probes' workers, they spaced the probes out to one
-in three or four seconds where one a second was asked for."""
+busy listing another member. At a hundred members the collections are most of the status
+service's main loop, and sharing the probes' workers they would space the probes out well beyond
+the period asked for (docs/performance.md, "How the health thresholds protect a loaded control
+plane")."""
 
 from __future__ import annotations
 

@@ -102,10 +102,10 @@ def since_tick(now: float, period: float) -> float:
 def until_next_probe(now: float, period: float) -> float:
     """Seconds from `now` (monotonic) to the next probe: the next multiple of `period` at least
     half a period away. Every member is probed on the same ticks, so a period's probes go out
-    together, where each member's own period from its first probe spread them over the whole
-    second: a hundred members probed in one burst cost the status service and the members less
-    than half the CPU of the same probes one at a time (the loops, caches and connections warm,
-    one wake-up for many answers; docs/performance.md). A member never waits more than one and
+    together, rather than each member's own period from its first probe spreading them over the
+    whole period: probes in one burst cost the status service and the members less CPU than the
+    same probes one at a time (the loops, caches and connections warm, one wake-up for many
+    answers; docs/performance.md, "What the defaults rest on"). A member never waits more than one and
     a half periods, and only while falling into step."""
     if period <= 0:
         return period

@@ -63,7 +63,7 @@ class TaintManager:
     def _observe_protection(self, event: WatchEvent[cluster_pb2.Cluster]) -> None:
         if not routing.protection_inputs_changed(event):
             # Most Cluster events are status collections: a look at every cluster for each of
-            # them was a tenth of this service in a failover of 100 members.
+            # them would be a large share of this service's work at a hundred members.
             self._protection_changed = False
             return
         if event.type is EventType.DELETED or routing.needs_no_evicting(event.obj):
