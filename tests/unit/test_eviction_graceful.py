@@ -274,9 +274,9 @@ class Overlapping(EventRecorder):
 
 
 async def test_a_dropped_tasks_events_on_binding_and_template_are_written_together(store: MemoryStore) -> None:
-    """One after another, each waiting for its commit, they made the pass that drops a task three
-    commits long, and the burst of bindings turning Healthy at the end of a failover drained that
-    much slower (docs/performance.md, seventh round)."""
+    """One after another, each waiting for its commit, they would make the pass that drops a task
+    three commits long, and the burst of bindings turning Healthy at the end of a failover would
+    drain that much slower."""
     await store.create(deployment())
     await create_scheduled(store, binding({"member2": 3}, ["member1"]), {"member2": "Healthy"})
     recorder = Overlapping(store)

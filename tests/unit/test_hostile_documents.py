@@ -25,8 +25,8 @@ from tests.property.strategies import pure_admission, request_for
 
 T = TypeVar("T")
 # CPU seconds with tracemalloc on, which slows allocation-heavy code several-fold. The slowest
-# case takes 3.3-3.7 s alone and took 5.3 s in a full run on a loaded 2-core machine (CPU time
-# too grows when other processes share the cores' caches); the blowups guarded against cost minutes.
+# case takes a few seconds alone and more in a full run on a loaded machine (CPU time too grows
+# when other processes share the cores' caches); the blowups guarded against cost minutes.
 SECONDS = 15.0
 BYTES = 100 * 2**20
 

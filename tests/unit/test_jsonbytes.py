@@ -37,7 +37,7 @@ def test_a_float_with_an_exponent_is_written_shorter_and_reads_back_the_same() -
 @pytest.mark.parametrize(("data", "value"), [
     (b'{"a":[1,2.5,"x",null,true]}', {"a": [1, 2.5, "x", None, True]}),
     ('{"a":"\u00e9"}', {"a": "é"}),
-    (b'{"a": NaN}', {"a": pytest.approx(float("nan"), nan_ok=True)}),  # read by the standard library, as before
+    (b'{"a": NaN}', {"a": pytest.approx(float("nan"), nan_ok=True)}),  # read by the standard library
 ])
 def test_loads(data: bytes | str, value: Any) -> None:
     assert jsonbytes.loads(data) == value

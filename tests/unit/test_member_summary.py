@@ -80,7 +80,7 @@ def test_the_summarized_forms_keep_every_summary() -> None:
 
 def test_a_members_repeated_requests_are_parsed_once() -> None:
     """Every collection sums every pod of the member afresh; a request amount is parsed the first
-    time it is seen, not at every pod of every collection (3.7 ms a collection of 110 pods)."""
+    time it is seen, not at every pod of every collection."""
     from flotilla.member.summary import _parsed
 
     pods = [pod("a", cpu="123m", memory="77Mi") for _ in range(50)]

@@ -1,7 +1,7 @@
 """A failover's steps never start before the step that caused them (`flotillactl trace`'s
 out_of_order): the taint manager stamps its spans with the moment it wrote a taint, not the
-taint's timeAdded, which keeps whole seconds and so came up to a second before the detection that
-caused it (a demo run showed its taint at +2.2 s while detect lasted 3.0 s)."""
+taint's timeAdded, which keeps whole seconds and so can come up to a second before the detection
+that caused it."""
 
 from __future__ import annotations
 
