@@ -44,12 +44,12 @@ from flotilla.benchmarks.readyz_probe import Target, targets  # noqa: E402
 from flotilla.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
 from flotilla.benchmarks.stats import summary  # noqa: E402
 from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
-from flotilla.context import Context  # noqa: E402
-from flotilla.crypto import ENV_KEY_FILE  # noqa: E402
 from flotilla.local import RunState  # noqa: E402
+from flotilla.security.context import Context  # noqa: E402
+from flotilla.security.crypto import ENV_KEY_FILE  # noqa: E402
+from flotilla.security.tls import process_env  # noqa: E402
 from flotilla.store import Informer, Store  # noqa: E402
 from flotilla.store.embedded import free_port  # noqa: E402
-from flotilla.tls import process_env  # noqa: E402
 
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"

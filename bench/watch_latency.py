@@ -32,8 +32,8 @@ from flotilla.api.keys import execution_namespace  # noqa: E402
 from flotilla.api.v1 import cluster_pb2, work_pb2  # noqa: E402
 from flotilla.api.wellknown import EXECUTION_FINALIZER  # noqa: E402
 from flotilla.clusterstatus.clients import MemberClients  # noqa: E402
-from flotilla.credentials import secret_document  # noqa: E402
 from flotilla.member import load_kubeconfig  # noqa: E402
+from flotilla.rules.cluster_secrets import secret_document  # noqa: E402
 from flotilla.store import Store  # noqa: E402
 from flotilla.store.embedded import EmbeddedEtcd  # noqa: E402
 from services.executor.controllers import ExecutionManager  # noqa: E402

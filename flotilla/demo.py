@@ -43,7 +43,7 @@ from typing import Any, Generic, TextIO, TypeVar
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from flotilla import context as ctx
+from flotilla.security import context as ctx
 
 DEFAULT_DATA_DIR = "./.flotilla-demo"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -402,7 +402,7 @@ def _restore_pointer(text: str | None) -> None:
 
 
 def _print_keep(narrator: Narrator, context: ctx.Context, data_dir: Path) -> None:
-    from flotilla import crypto, tls
+    from flotilla.security import crypto, tls
 
     credentials = {**tls.process_env(context.tls()), crypto.ENV_KEY_FILE: context.encryption_key_file}
     narrator.print([

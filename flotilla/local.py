@@ -2,13 +2,13 @@
 
 `flotilla up` starts an embedded etcd (unless `--etcd-endpoints` names one)
 and every service as its own process, over mutual TLS with certificates of a CA
-it keeps in `<data-dir>/pki/` (flotilla.tls; `--insecure` for plain loopback),
-with Secrets encrypted in etcd by a key file it makes (flotilla.crypto);
+it keeps in `<data-dir>/pki/` (flotilla.security.tls; `--insecure` for plain loopback),
+with Secrets encrypted in etcd by a key file it makes (flotilla.security.crypto);
 `--detach` leaves them running and records them in `<data-dir>/run.json` so
 `flotilla down` can stop them.
 Once the plane is ready (every service SERVING, every simulated cluster
 joined and Ready) it records where it is in `<data-dir>/context.json` and makes
-it the current context (see flotilla.context), which `flotillactl` and
+it the current context (see flotilla.security.context), which `flotillactl` and
 `flotilla sim` use when no endpoint is given.
 """
 
@@ -27,11 +27,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from flotilla import context as ctx
-from flotilla import crypto, demo, tls
+from flotilla import demo
 from flotilla.cli.errors import CLIError, short
 from flotilla.profiles import PROFILES
 from flotilla.runtime.flags import feature_gates
+from flotilla.security import context as ctx
+from flotilla.security import crypto, tls
 from flotilla.store import StoreError
 from flotilla.store.connect import channel_target
 from flotilla.store.embedded import EtcdCluster, EtcdError, free_port, port_is_free

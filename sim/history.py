@@ -13,7 +13,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 
 DEFAULT_CAPACITY = 1000
 

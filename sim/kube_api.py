@@ -21,7 +21,7 @@ from urllib.parse import unquote
 import yaml
 from aiohttp import web
 
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 from sim import errors, openapi, schemas, tables, watch
 from sim.catalog import (
     AGGREGATED_DISCOVERY,

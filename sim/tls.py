@@ -3,7 +3,7 @@
 The CA is made once and kept in `<data-dir>/pki/`, so kubeconfigs written by an earlier run (and
 stored by Flotilla at join time) keep verifying after a restart. The serving certificate is made
 at every start, for 127.0.0.1, localhost and the address the server binds. The certificate code
-is Flotilla's own (flotilla.tls); only the names are the simulator's.
+is Flotilla's own (flotilla.security.tls); only the names are the simulator's.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import socket
 import ssl
 from pathlib import Path
 
-from flotilla import tls
+from flotilla.security import tls
 
 
 class Authority:

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 from sim import errors, tables
 from sim.catalog import ResourceType
 from sim.cluster import SimCluster

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from flotilla.crypto import ENV_KEY_FILE, new_key_file
+from flotilla.security.crypto import ENV_KEY_FILE, new_key_file
+from flotilla.security.tls import TLSFiles, plane_certificates, process_env
 from flotilla.store import MemoryStore, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
 from flotilla.store.leader import ELECTION_PREFIX
-from flotilla.tls import TLSFiles, plane_certificates, process_env
 from tests.cli_runner import flotillactl
 
 ROOT = Path(__file__).resolve().parents[1]

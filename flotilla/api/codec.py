@@ -22,8 +22,7 @@ from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescript
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from flotilla import jsonbytes
-from flotilla.api import limits, registry
+from flotilla.api import jsonbytes, limits, registry
 from flotilla.api.v1.meta_pb2 import Unstructured
 
 # Kubernetes metav1.MicroTime fields print with microseconds; every other

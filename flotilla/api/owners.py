@@ -58,16 +58,16 @@ def condition(type_: str) -> str:
     return f"status.conditions[{type_}]"
 
 
-_BUILD = "flotilla.binding_builder.build_binding"
+_BUILD = "flotilla.rules.binding_builder.build_binding"
 _MERGE = "services.executor.detector.merge_binding"
 _POLICY_WHY = ("the template and the policy that claims it decide it (Karmada's detector); the "
                "detector sets it on creation and on every policy or template change")
-_EVICT = "flotilla.eviction.graceful_evict_cluster"
+_EVICT = "flotilla.rules.eviction_tasks.graceful_evict_cluster"
 _APP_EVICT = "services.eviction.application.evict"
 _FAIL_BACK = "services.eviction.failback.fail_back"
-_REFRESH = "flotilla.failover_history.refresh"
+_REFRESH = "flotilla.rules.failover_history.refresh"
 _RECORD_CARRY = "flotilla.scheduler.task_drop.record_carry"
-_CARRY_AGGREGATION = "flotilla.aggregated_status.carry_aggregation"
+_CARRY_AGGREGATION = "flotilla.rules.aggregated_status.carry_aggregation"
 _SCHEDULE = "services.scheduler.reconciler.BindingScheduler._status_change"
 _OBSERVE = "flotilla.scheduler.observed.observe"
 _CARRY_SCHEDULED = "flotilla.scheduler.observed.carry_scheduled"
@@ -99,7 +99,7 @@ FIELDS: tuple[Field, ...] = (
           "makes the graceful eviction task (Karmada's GracefulEvictCluster, one compare-and-swap), and failback "
           "puts back the placement the failover record kept, one the scheduler keeps (its replicas still add "
           "up: `need_schedule` triggers nothing)",
-          (Writer(TAINT_MANAGER, (_EVICT, "flotilla.eviction.remove_cluster")),
+          (Writer(TAINT_MANAGER, (_EVICT, "flotilla.rules.eviction_tasks.remove_cluster")),
            Writer(EVICTION, (_APP_EVICT, _FAIL_BACK)))),
     Field("spec.gracefulEvictionTasks", EVICTION, ("services.eviction.assessment.assess", _APP_EVICT, _FAIL_BACK),
           "the graceful eviction controller keeps or drops each task; the taint manager's NoExecute eviction "
@@ -121,7 +121,7 @@ FIELDS: tuple[Field, ...] = (
           (_TASK_DROP_SCHEDULED,)),
     Field("status.aggregatedStatus", EXECUTOR, ("services.executor.binding_status.aggregate_into",),
           "the Works' statuses, which only the executor reads" + _CARRY_WHY, (_TASK_DROP_EXECUTOR,)),
-    Field(condition("FullyApplied"), EXECUTOR, ("flotilla.aggregated_status.set_fully_applied",),
+    Field(condition("FullyApplied"), EXECUTOR, ("flotilla.rules.aggregated_status.set_fully_applied",),
           "judged on aggregatedStatus, for the generation it was aggregated for" + _CARRY_WHY,
           (_TASK_DROP_EXECUTOR,)),
     Field(condition("DirectlyPurgePending"), EXECUTOR, ("services.executor.binding_controller.BindingReconciler"

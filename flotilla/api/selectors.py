@@ -1,7 +1,7 @@
 """Label selectors and cluster affinity, with Kubernetes' and Karmada's matching rules.
 
 Shared by everything that picks clusters or objects: the scheduler (which
-compiles and caches these per term, see `flotilla.scheduling.AffinityMatcher`),
+compiles and caches these per term, see `flotilla.scheduler.plugin_api.AffinityMatcher`),
 the ClusterTaintPolicy controller and the detector.
 """
 

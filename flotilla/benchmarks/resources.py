@@ -14,8 +14,8 @@ import aiohttp
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
+from flotilla.security.tls import etcd_client_tls
 from flotilla.store.endpoints import list_endpoints
-from flotilla.tls import etcd_client_tls
 
 MIB = 1024 * 1024
 

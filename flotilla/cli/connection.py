@@ -1,5 +1,5 @@
 """How commands reach etcd and services: one place that turns "not there" into a one-line error
-naming the address, and that picks the client certificate (flotilla.tls: FLOTILLA_TLS_* or
+naming the address, and that picks the client certificate (flotilla.security.tls: FLOTILLA_TLS_* or
 FLOTILLA_ETCD_*, else the current context's) for a plane that speaks TLS."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import grpc
 
 from flotilla.cli.context import resolve_endpoints
 from flotilla.cli.errors import CLIError, short
-from flotilla.crypto import configured_keys
+from flotilla.security.crypto import configured_keys
+from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY, client_tls, grpc_channel
 from flotilla.store import Store, StoreError
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint
-from flotilla.tls import ENV_CA, ENV_CERT, ENV_KEY, client_tls, grpc_channel
 
 
 @contextlib.asynccontextmanager

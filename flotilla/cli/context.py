@@ -1,7 +1,7 @@
-"""The current-context machinery moved to the library root (flotilla.context), where services use
+"""The current-context machinery lives in the library (flotilla.security.context), where services use
 it too; re-exported here for the CLI's existing imports."""
 
-from flotilla.context import (
+from flotilla.security.context import (
     CONTEXT_FILE,
     ENV_CONFIG,
     ENV_ENDPOINTS,

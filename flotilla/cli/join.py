@@ -21,8 +21,8 @@ from flotilla.cli.apply import violations_line
 from flotilla.cli.connection import open_store
 from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient
-from flotilla.credentials import secret_document
 from flotilla.member import load_kubeconfig
+from flotilla.rules.cluster_secrets import secret_document
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
 

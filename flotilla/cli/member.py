@@ -22,8 +22,8 @@ from flotilla.cli.errors import CLIError, short
 from flotilla.cli.get import resolve_kind
 from flotilla.cli.reads import list_objects, undecodable_line
 from flotilla.cli.table import table
-from flotilla.credentials import load_credentials
 from flotilla.member import MemberClient
+from flotilla.rules.cluster_secrets import load_credentials
 from flotilla.store import Store
 
 DEFAULT_NAMESPACE = "default"

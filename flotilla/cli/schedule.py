@@ -46,8 +46,8 @@ TRIGGER_TEXT = {
 
 def binding_from_documents(objects: Sequence[Message]) -> Binding:
     """The binding to schedule: the one in the file, or one built from its workload and policy."""
-    from flotilla.binding_builder import build_binding
-    from flotilla.resource_selection import selects
+    from flotilla.rules.binding_builder import build_binding
+    from flotilla.rules.resource_selection import selects
 
     bindings = [o for o in objects if isinstance(o, work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding)]
     policies = [o for o in objects if isinstance(o, policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy)]

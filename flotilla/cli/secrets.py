@@ -1,6 +1,6 @@
 """`flotillactl secrets rewrite`: after a new key is put first in the encryption key file (and
 every service restarted with it), re-encrypt every stored Secret with it, so the old key can
-be dropped; as Kubernetes' rotation rewrites every Secret (flotilla.crypto)."""
+be dropped; as Kubernetes' rotation rewrites every Secret (flotilla.security.crypto)."""
 
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from flotilla.cli.errors import CLIError
 from flotilla.cli.table import table
-from flotilla.context import current_data_dir
 from flotilla.runtime.tracecontext import BINDING, CLUSTER, RTO_SECONDS, STEP, STEPS
+from flotilla.security.context import current_data_dir
 
 TRACE_FILE = "traces.jsonl"
 # The steps that name the failed cluster in `flotilla.cluster`.

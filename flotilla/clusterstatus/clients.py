@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from flotilla.api.v1 import cluster_pb2
-from flotilla.credentials import load_credentials
 from flotilla.member import Credentials, MemberClient
+from flotilla.rules.cluster_secrets import load_credentials
 from flotilla.store import ObjectStore
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 
 import flotilla
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 from flotilla.member import Credentials, Health, MemberError
 from flotilla.member.client import probe_health, ssl_context
 from flotilla.member.discovery import AGGREGATED_ACCEPT, api_enablements, group_versions, resource_lists

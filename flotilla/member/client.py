@@ -26,7 +26,7 @@ from urllib.parse import quote
 import aiohttp
 
 import flotilla
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 from flotilla.member.credentials import Credentials
 from flotilla.member.discovery import (
     AGGREGATED_ACCEPT,

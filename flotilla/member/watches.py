@@ -27,9 +27,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flotilla import jsonbytes
 from flotilla.aio.clock import Clock
 from flotilla.aio.tasks import cancel_and_wait
+from flotilla.api import jsonbytes
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2

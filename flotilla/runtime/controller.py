@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from flotilla import metrics
+from flotilla.runtime import metrics
 from flotilla.runtime.workqueue import QueueShutDown, WorkQueue
 
 __all__ = ["Controller", "Reconciler", "Result"]

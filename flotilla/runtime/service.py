@@ -28,19 +28,19 @@ from opentelemetry import trace
 
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.aio.tasks import cancel_and_wait
-from flotilla.context import ContextError, resolve_endpoints
-from flotilla.crypto import configured_keys
 from flotilla.runtime.collection import settle_for_service
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
+from flotilla.security.context import ContextError, resolve_endpoints
+from flotilla.security.crypto import configured_keys
+from flotilla.security.tls import TLSError, TLSFiles, etcd_client_tls, server_name
 from flotilla.store import Store, Unavailable
 from flotilla.store.connect import channel_target
 from flotilla.store.endpoints import Endpoint, Registration
 from flotilla.store.events import EventQueue
 from flotilla.store.leader import LeaderElector
-from flotilla.tls import TLSError, TLSFiles, etcd_client_tls, server_name
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,8 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser.add_argument("--etcd-cert", default=None, help="client certificate for an https:// etcd")
     parser.add_argument("--etcd-key", default=None, help="key of --etcd-cert")
     parser.add_argument("--encryption-key-file", default=None,
-                        help="keys that encrypt Secrets in etcd (flotilla.crypto); without one they are plaintext")
+                        help="keys that encrypt Secrets in etcd (flotilla.security.crypto); "
+                             "without one they are plaintext")
     parser.add_argument("--id", default="", help="instance identity (default: <hostname>-<pid>)")
     parser.add_argument("--data-dir", default="", help="local data directory (traces are written here as JSON lines)")
     parser.add_argument("--trace-file", default="", help="append spans as JSON lines to this file")

@@ -14,8 +14,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from flotilla import metrics
 from flotilla.aio.clock import Clock
+from flotilla.runtime import metrics
 
 __all__ = ["QueueShutDown", "WorkQueue"]
 

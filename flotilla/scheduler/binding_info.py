@@ -11,7 +11,7 @@ from datetime import datetime
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2
 from flotilla.scheduler.placement import blocked_clusters, returning_clusters
-from flotilla.scheduling import AffinityMatcher, BindingInfo
+from flotilla.scheduler.plugin_api import AffinityMatcher, BindingInfo
 
 
 def binding_info(binding: Binding, placement: policy_pb2.Placement, now: datetime) -> BindingInfo:

@@ -36,7 +36,7 @@ from flotilla.scheduler.placement import (
     reschedule_requested,
     strategy_of,
 )
-from flotilla.scheduling import AffinityMatcher, BindingInfo, ClusterInfo
+from flotilla.scheduler.plugin_api import AffinityMatcher, BindingInfo, ClusterInfo
 
 SUCCESS_MESSAGE = "Binding has been scheduled successfully."
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from flotilla.apportionment import webster
+from flotilla.rules.apportionment import webster
 
 Targets = list[tuple[str, int]]
 

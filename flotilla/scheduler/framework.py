@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from flotilla.scheduler.plugins import BUILTIN
-from flotilla.scheduling import (
+from flotilla.scheduler.plugin_api import (
     SUCCESS,
     BindingInfo,
     ClusterInfo,
@@ -22,6 +21,7 @@ from flotilla.scheduling import (
     instantiate,
     select_plugins,
 )
+from flotilla.scheduler.plugins import BUILTIN
 
 
 class Unfit(NamedTuple):

@@ -6,7 +6,7 @@ import time
 
 from prometheus_client import Counter, Histogram
 
-from flotilla.metrics import exponential_buckets
+from flotilla.runtime.metrics import exponential_buckets
 
 # schedule_type values (Karmada's).
 FIRST_SCHEDULE, RECONCILE_SCHEDULE, SCALE_SCHEDULE = "FirstSchedule", "ReconcileSchedule", "ScaleSchedule"

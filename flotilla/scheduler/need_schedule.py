@@ -12,8 +12,7 @@ from collections.abc import Container
 from enum import StrEnum
 from functools import lru_cache
 
-from flotilla import jsonbytes
-from flotilla.api import codec
+from flotilla.api import codec, jsonbytes
 from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.api.wellknown import (
     APPLIED_PLACEMENT_ANNOTATION,

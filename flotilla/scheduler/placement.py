@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from flotilla.aggregated_status import DIRECTLY
 from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.api.wellknown import APPLICATION_FAILOVER_PRODUCER
+from flotilla.rules.aggregated_status import DIRECTLY
 
 DUPLICATED, DIVIDED = "Duplicated", "Divided"
 AGGREGATED, WEIGHTED = "Aggregated", "Weighted"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flotilla.api.v1 import policy_pb2
-from flotilla.scheduling import ClusterInfo
+from flotilla.scheduler.plugin_api import ClusterInfo
 
 BY_CLUSTER, BY_REGION = "cluster", "region"
 DUPLICATED, DIVIDED = "Duplicated", "Divided"

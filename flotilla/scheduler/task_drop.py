@@ -25,7 +25,7 @@ from flotilla.scheduler.framework import Framework, PluginFailure
 from flotilla.scheduler.need_schedule import Trigger, need_schedule
 from flotilla.scheduler.observed import SCHEDULED, carry_scheduled, observe
 from flotilla.scheduler.placement import effective_placement, is_workload, reschedule_requested
-from flotilla.scheduling import ClusterInfo
+from flotilla.scheduler.plugin_api import ClusterInfo
 
 
 class Carry(Enum):

@@ -21,9 +21,8 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from google.protobuf.message import Message
 
-from flotilla import jsonbytes
 from flotilla.aio.clock import Clock
-from flotilla.api import codec, keys, registry
+from flotilla.api import codec, jsonbytes, keys, registry
 from flotilla.api.v1 import meta_pb2
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, Undecodable
 

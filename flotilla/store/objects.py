@@ -1,7 +1,7 @@
 """Typed object store on etcd.
 
 One key per object, `/flotilla/<resource>/<namespace>/<name>`, holding the
-serialized message (a Secret's encrypted when the store has keys: flotilla.crypto).
+serialized message (a Secret's encrypted when the store has keys: flotilla.security.crypto).
 `metadata.resourceVersion` is the key's mod_revision, and
 every write is a transaction comparing it, so a lost update is impossible.
 Deletion honours finalizers the way the Kubernetes API server does; those
@@ -23,7 +23,8 @@ from aetcd.transactions import Create, Delete, Get, Mod, Put, Txn
 
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.api.keys import etcd_prefix
-from flotilla.crypto import ENV_KEY_FILE, PREFIX, EncryptionError, EncryptionKeys, configured_keys
+from flotilla.security.crypto import ENV_KEY_FILE, PREFIX, EncryptionError, EncryptionKeys, configured_keys
+from flotilla.security.tls import TLSFiles
 from flotilla.store.base import (
     KeyEvent,
     KeyValue,
@@ -40,7 +41,6 @@ from flotilla.store.connect import make_client
 from flotilla.store.connect import watch as checked_watch
 from flotilla.store.errors import Compacted, StoreError, Unavailable
 from flotilla.store.group_commit import GroupCommit
-from flotilla.tls import TLSFiles
 
 __all__ = [
     "ListResult",
@@ -78,7 +78,7 @@ class Store(StoreBase):
     @classmethod
     async def connect(cls, endpoints: str, clock: Clock | None = None, tls: TLSFiles | None = None,
                       keys: EncryptionKeys | None = None) -> Store:
-        """`tls` and `keys` default to what flotilla.tls and flotilla.crypto find configured."""
+        """`tls` and `keys` default to what flotilla.security.tls and flotilla.security.crypto find configured."""
         client = make_client(endpoints, tls=tls)
         store = cls(client, clock, endpoints, keys or configured_keys())
         await store._call(client.connect())

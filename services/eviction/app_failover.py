@@ -30,9 +30,9 @@ from flotilla.api.clusters import cluster_ready
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
-from flotilla.eviction import StateNotCollected
-from flotilla.metrics import count_eviction
+from flotilla.rules.eviction_tasks import StateNotCollected
 from flotilla.runtime.controller import Result
+from flotilla.runtime.metrics import count_eviction
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import ObjectStore
 from flotilla.store.base import copy_of
@@ -72,7 +72,7 @@ class ApplicationFailoverReconciler:
         self.bindings = bindings
         self.config = config or ApplicationFailoverConfig()
         self.events = events
-        self.tracer = tracer or trace.get_tracer("flotilla.eviction")
+        self.tracer = tracer or trace.get_tracer("flotilla.rules.eviction_tasks")
 
     async def reconcile(self, key: str) -> Result | None:
         binding = cached(self.bindings, key)

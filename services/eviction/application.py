@@ -40,7 +40,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.api.wellknown import APPLICATION_FAILOVER_PRODUCER
-from flotilla.eviction import (
+from flotilla.rules.eviction_tasks import (
     DIRECTLY,
     GRACEFULLY,
     NEVER,

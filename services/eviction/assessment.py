@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from flotilla.aggregated_status import DIRECTLY
 from flotilla.api.v1 import work_pb2
+from flotilla.rules.aggregated_status import DIRECTLY
 
 HEALTHY = "Healthy"
 

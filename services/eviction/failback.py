@@ -40,7 +40,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from flotilla.api.v1 import work_pb2
-from flotilla.failover_history import FAILBACK, is_failback, newest_open
+from flotilla.rules.failover_history import FAILBACK, is_failback, newest_open
 from flotilla.scheduler.need_schedule import replicas_changed
 
 DEFAULT_WINDOW_SECONDS = 600

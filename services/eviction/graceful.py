@@ -24,14 +24,14 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from prometheus_client import Counter
 
-from flotilla.aggregated_status import FULLY_APPLIED, carry_aggregation
 from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached, kind_of
 from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
-from flotilla.failover_history import refresh
+from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation
+from flotilla.rules.failover_history import refresh
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import (
     FAILOVER_RTO_SECONDS,
@@ -41,8 +41,8 @@ from flotilla.runtime.tracecontext import (
     trace_id_of,
 )
 from flotilla.scheduler.framework import Framework
+from flotilla.scheduler.plugin_api import ClusterInfo
 from flotilla.scheduler.task_drop import Carry, carry_after_drop, record_carry
-from flotilla.scheduling import ClusterInfo
 from flotilla.store import ObjectStore, Undecodable
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
@@ -120,7 +120,7 @@ class GracefulEvictionReconciler:
         self.bindings = bindings
         self.config = config or GracefulEvictionConfig()
         self.events = events
-        self.tracer = tracer or trace.get_tracer("flotilla.eviction")
+        self.tracer = tracer or trace.get_tracer("flotilla.rules.eviction_tasks")
         self.clusters = clusters
         # The built-in filters: the scheduler's are these plus any installed ones, so a cluster
         # these keep out stays out of its decisions too.

@@ -1,5 +1,5 @@
 """The failover-history controller: keeps `status.failoverHistory` of ResourceBindings and
-ClusterResourceBindings alike (the rules are in flotilla/failover_history.py; the writers of each failover step
+ClusterResourceBindings alike (the rules are in flotilla/rules/failover_history.py; the writers of each failover step
 keep it up to date in their own writes, and this controller catches whatever they did not).
 
 A pass reads the binding from the informer cache, brings the history up to date with
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached
-from flotilla.failover_history import refresh
+from flotilla.rules.failover_history import refresh
 from flotilla.runtime.controller import Result
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of

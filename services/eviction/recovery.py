@@ -12,11 +12,11 @@ from prometheus_client import Histogram
 
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import work_pb2
-from flotilla.failover_history import recovery_seconds
+from flotilla.rules.failover_history import recovery_seconds
 from flotilla.runtime.tracecontext import RTO_SECONDS, context_from, failover_attributes
 
 log = logging.getLogger(__name__)
-_tracer = trace.get_tracer("flotilla.eviction")
+_tracer = trace.get_tracer("flotilla.rules.eviction_tasks")
 
 RECOVERY_SECONDS = Histogram(
     "flotilla_failover_recovery_seconds",

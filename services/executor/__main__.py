@@ -18,8 +18,8 @@ from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
-from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.member import REQUEST_TIMEOUT, MemberClient, load_kubeconfig
+from flotilla.rules.cluster_secrets import SECRET_TYPE, CachedCredentials
 from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.manager import Manager

@@ -21,12 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from flotilla import jsonbytes
-from flotilla.api import registry
+from flotilla.api import jsonbytes, registry
 from flotilla.api.conditions import TRUE, get_condition
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import TEMPLATE_GENERATION_ANNOTATION
-from flotilla.binding_builder import REPLICA_FIELDS, template_content
+from flotilla.rules.binding_builder import REPLICA_FIELDS, template_content
 from services.executor.works import is_deleting, work_cluster
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"

@@ -26,7 +26,6 @@ from typing import TypeVar
 from google.protobuf.message import Message
 from opentelemetry import trace
 
-from flotilla.aggregated_status import expected_clusters
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.api import bindings, keys, registry, wellknown
 from flotilla.api.bindings import Binding, binding_key, parse_binding_key
@@ -35,8 +34,9 @@ from flotilla.api.conditions import TRUE, get_condition, remove_condition, set_c
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION, TRACEPARENT_ANNOTATION
-from flotilla.metrics import timed
+from flotilla.rules.aggregated_status import expected_clusters
 from flotilla.runtime.controller import Result
+from flotilla.runtime.metrics import timed
 from flotilla.runtime.own_writes import OwnWrites
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.store import AlreadyExists, NotFound, ObjectStore, StoreError

@@ -13,13 +13,13 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 
-from flotilla.aggregated_status import FULLY_APPLIED, expected_clusters, set_fully_applied
 from flotilla.aio.clock import Clock
 from flotilla.api import codec, keys
 from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import condition_status
 from flotilla.api.v1 import meta_pb2, work_pb2
-from flotilla.binding_builder import template_content
+from flotilla.rules.aggregated_status import FULLY_APPLIED, expected_clusters, set_fully_applied
+from flotilla.rules.binding_builder import template_content
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer

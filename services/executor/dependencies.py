@@ -19,7 +19,7 @@ from flotilla.api import keys, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import BINDING_FINALIZER, DEPENDED_BY_LABEL_PREFIX
-from flotilla.binding_builder import template_content
+from flotilla.rules.binding_builder import template_content
 
 _WORKLOADS_WITH_POD_TEMPLATE = frozenset({
     ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet"),

@@ -33,7 +33,7 @@ from flotilla.api.keys import split_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
-from flotilla.binding_builder import build_binding
+from flotilla.rules.binding_builder import build_binding
 from flotilla.runtime.controller import Result
 from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of

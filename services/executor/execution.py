@@ -18,9 +18,8 @@ from typing import Any
 
 from opentelemetry import trace
 
-from flotilla import jsonbytes
 from flotilla.aio.clock import Clock
-from flotilla.api import registry
+from flotilla.api import jsonbytes, registry
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
@@ -33,8 +32,8 @@ from flotilla.api.wellknown import (
 )
 from flotilla.member import MemberError
 from flotilla.member.watches import Connect
-from flotilla.metrics import timed
 from flotilla.runtime.controller import Result
+from flotilla.runtime.metrics import timed
 from flotilla.runtime.tracecontext import context_from, failover_attributes
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.events import EventRecorder

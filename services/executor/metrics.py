@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
-from flotilla.metrics import exponential_buckets, result_of
+from flotilla.runtime.metrics import exponential_buckets, result_of
 
 BINDING_SYNC_WORK_DURATION = Histogram(
     "flotilla_binding_sync_work_duration_seconds", "Duration in seconds to sync a binding's Works",

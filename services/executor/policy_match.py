@@ -34,7 +34,7 @@ from flotilla.api.wellknown import (
     PP_NAMESPACE_ANNOTATION,
     PP_PERMANENT_ID_LABEL,
 )
-from flotilla.resource_selection import Match, policy_match
+from flotilla.rules.resource_selection import Match, policy_match
 
 Policy = policy_pb2.PropagationPolicy | policy_pb2.ClusterPropagationPolicy
 

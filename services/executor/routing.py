@@ -23,7 +23,7 @@ from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
-from flotilla.binding_builder import template_content
+from flotilla.rules.binding_builder import template_content
 from flotilla.runtime.manager import ToKeys
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.informer import Informer

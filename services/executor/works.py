@@ -22,7 +22,6 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from flotilla.aggregated_status import is_directly, target_clusters
 from flotilla.api import codec, keys, registry
 from flotilla.api.bindings import Binding, kind_of
 from flotilla.api.v1 import meta_pb2, work_pb2
@@ -37,8 +36,9 @@ from flotilla.api.wellknown import (
     TEMPLATE_GENERATION_ANNOTATION,
     TRACEPARENT_ANNOTATION,
 )
-from flotilla.apportionment import webster
-from flotilla.binding_builder import REPLICA_FIELDS, template_content
+from flotilla.rules.aggregated_status import is_directly, target_clusters
+from flotilla.rules.apportionment import webster
+from flotilla.rules.binding_builder import REPLICA_FIELDS, template_content
 from flotilla.store.base import meta_of
 
 # On a Work deleted for a Directly task: the binding's new Works wait until it is gone.

@@ -17,7 +17,7 @@ from flotilla.runtime.flags import duration
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
-from flotilla.scheduling import PluginError
+from flotilla.scheduler.plugin_api import PluginError
 from services.scheduler.controllers import SchedulerLoop
 from services.scheduler.reconciler import SchedulerOptions
 from services.scheduler.servicer import SchedulerServicer

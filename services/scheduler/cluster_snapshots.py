@@ -8,7 +8,7 @@ from flotilla.aio.clock import Clock
 from flotilla.api.v1 import cluster_pb2
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import CapacityLedger, ClusterCapacity
-from flotilla.scheduling import ClusterInfo
+from flotilla.scheduler.plugin_api import ClusterInfo
 from flotilla.store.informer import Informer
 
 

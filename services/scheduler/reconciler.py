@@ -32,7 +32,7 @@ from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
-from flotilla.failover_history import refresh
+from flotilla.rules.failover_history import refresh
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics

@@ -13,7 +13,7 @@ from flotilla.api.conditions import FALSE, get_condition
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.manager import ToKeys
-from flotilla.scheduling import AffinityMatcher, ClusterInfo
+from flotilla.scheduler.plugin_api import AffinityMatcher, ClusterInfo
 from flotilla.store.base import object_key_of
 from flotilla.store.informer import Informer
 from services.scheduler.reconciler import SCHEDULED

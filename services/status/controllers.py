@@ -19,8 +19,8 @@ from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.push_members import SUMMARY_KINDS, PushMembers
-from flotilla.credentials import SECRET_TYPE, CachedCredentials
 from flotilla.member.watches import MemberWatches
+from flotilla.rules.cluster_secrets import SECRET_TYPE, CachedCredentials
 from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder

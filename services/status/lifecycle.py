@@ -17,7 +17,7 @@ from flotilla.api.keys import execution_namespace, split_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_FINALIZER, CLUSTER_SECRET_NAMESPACE
-from flotilla.credentials import SECRET_TYPE
+from flotilla.rules.cluster_secrets import SECRET_TYPE
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, ObjectStore
 from flotilla.store.informer import Informer

@@ -30,7 +30,7 @@ from flotilla.api.taints import (
 )
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import TRACE_OPENED_FOR_ANNOTATION, TRACEPARENT_ANNOTATION
-from flotilla.eviction import (
+from flotilla.rules.eviction_tasks import (
     EvictionOptions,
     graceful_evict_cluster,
     placement_of,
@@ -38,9 +38,9 @@ from flotilla.eviction import (
     purge_mode_for,
     remove_cluster,
 )
-from flotilla.failover_history import refresh
-from flotilla.metrics import count_eviction
+from flotilla.rules.failover_history import refresh
 from flotilla.runtime.controller import Result
+from flotilla.runtime.metrics import count_eviction
 from flotilla.runtime.tracecontext import context_from, failover_attributes, span_ns, traceparent
 from flotilla.store import NotFound, ObjectStore, Undecodable
 from flotilla.store.events import EventRecorder

@@ -22,10 +22,10 @@ from opentelemetry import trace
 from flotilla.api import codec, registry
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
+from flotilla.security.tls import peer_identity
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.events import EventRecorder
-from flotilla.tls import peer_identity
 from services.rpc import abort
 from services.webhook.admission import UNCHANGED, Admission, Outcome, Review
 from services.webhook.metrics import WEBHOOK_REQUESTS

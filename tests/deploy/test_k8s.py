@@ -17,7 +17,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from flotilla import tls
+from flotilla.security import tls
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import list_endpoints

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from flotilla.crypto import ENV_KEY_FILE
+from flotilla.security.crypto import ENV_KEY_FILE
+from flotilla.security.tls import ENV_CA
 from flotilla.store.embedded import free_port
-from flotilla.tls import ENV_CA
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent

@@ -15,10 +15,10 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.kinds import KnownKinds
+from flotilla.security.tls import client_tls, grpc_channel
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
-from flotilla.tls import client_tls, grpc_channel
 from services.webhook.admission import APPLIED_BY_ANNOTATION
 from tests.admission_cases import INVALID_CASES
 from tests.conftest import ROOT, CtlResult

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flotilla import context as ctx
+from flotilla.security import context as ctx
 from tests.conftest import ROOT
 from tests.e2e.planes import BIN
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from flotilla.crypto import ENV_KEY_FILE
 from flotilla.local import SERVICES
+from flotilla.security.crypto import ENV_KEY_FILE
+from flotilla.security.tls import client_tls, grpc_channel, process_env
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import Endpoint, list_endpoints
-from flotilla.tls import client_tls, grpc_channel, process_env
 from tests.conftest import start_service, stop_service
 from tests.e2e.planes import BIN
 

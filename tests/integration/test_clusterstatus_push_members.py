@@ -18,8 +18,8 @@ from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.collect import collect
 from flotilla.clusterstatus.push_members import PushMembers
-from flotilla.credentials import SECRET_TYPE, CachedCredentials, secret_document
 from flotilla.member import Credentials, Health
+from flotilla.rules.cluster_secrets import SECRET_TYPE, CachedCredentials, secret_document
 from flotilla.store import Store
 from flotilla.store.embedded import free_port
 from flotilla.store.informer import Informer

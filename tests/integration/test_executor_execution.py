@@ -17,8 +17,8 @@ from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, config_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.clusterstatus.clients import MemberClients
-from flotilla.credentials import secret_document
 from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.rules.cluster_secrets import secret_document
 from flotilla.runtime.manager import Manager
 from flotilla.store import Store
 from flotilla.store.events import EventRecorder

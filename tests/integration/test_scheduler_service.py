@@ -14,7 +14,7 @@ import pytest
 from flotilla.api import codec, registry
 from flotilla.api.v1 import work_pb2
 from flotilla.api.wellknown import PP_PERMANENT_ID_LABEL, TRACEPARENT_ANNOTATION
-from flotilla.binding_builder import build_binding
+from flotilla.rules.binding_builder import build_binding
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from tests.conftest import start_service, stop_service

@@ -22,9 +22,9 @@ import pytest
 from flotilla.api import codec, registry
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.webhook_client import WebhookClient
-from flotilla.credentials import SECRET_TYPE, secret_document
-from flotilla.crypto import PREFIX, EncryptionKeys, Key
 from flotilla.member import Credentials
+from flotilla.rules.cluster_secrets import SECRET_TYPE, secret_document
+from flotilla.security.crypto import PREFIX, EncryptionKeys, Key
 from flotilla.store import Store, StoreError
 from flotilla.store.connect import parse_endpoints
 from flotilla.store.embedded import EmbeddedEtcd

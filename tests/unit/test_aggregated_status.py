@@ -1,4 +1,4 @@
-"""What a task drop carries of the executor's aggregation (flotilla/aggregated_status.py)."""
+"""What a task drop carries of the executor's aggregation (flotilla/rules/aggregated_status.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from flotilla.aggregated_status import FULLY_APPLIED, carry_aggregation
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
+from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation
 from flotilla.store.base import copy_of
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

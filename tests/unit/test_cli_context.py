@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flotilla import context as ctx
 from flotilla import local
 from flotilla.cli.errors import CLIError
+from flotilla.security import context as ctx
 from tests.cli_runner import flotillactl
 
 

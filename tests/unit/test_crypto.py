@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from flotilla.crypto import PREFIX, EncryptionError, EncryptionKeys, Key, configured_keys, new_key_file, parse_keys
+from flotilla.security.crypto import (
+    PREFIX,
+    EncryptionError,
+    EncryptionKeys,
+    Key,
+    configured_keys,
+    new_key_file,
+    parse_keys,
+)
 
 K1 = Key("key1", b"1" * 32)
 K2 = Key("key2", b"2" * 32)

@@ -13,7 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from flotilla.api import codec
 from flotilla.api.v1 import work_pb2
-from flotilla.eviction import StateNotCollected
+from flotilla.rules.eviction_tasks import StateNotCollected
 from services.eviction.application import Decision, GateDisabled, Gates, decide, evict, unhealthy_for
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The failover history rules (flotilla/failover_history.py), as tables: a record's lifecycle
+"""The failover history rules (flotilla/rules/failover_history.py), as tables: a record's lifecycle
 (new task → time → destinations → recovery → failed back), the cap at 10, recovery time."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from flotilla.api.v1 import work_pb2
-from flotilla.failover_history import MAX_RECORDS, recovery_seconds, update_history
+from flotilla.rules.failover_history import MAX_RECORDS, recovery_seconds, update_history
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(seconds=12.5)

@@ -17,7 +17,7 @@ from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.failover_history import recovery_seconds
+from flotilla.rules.failover_history import recovery_seconds
 from flotilla.store import MemoryStore
 from flotilla.store.events import EventRecorder
 from services.eviction.controllers import EvictionControllers

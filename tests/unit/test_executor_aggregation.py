@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from flotilla import aggregated_status
 from flotilla.api import codec
 from flotilla.api.conditions import condition_status
 from flotilla.api.v1 import work_pb2
 from flotilla.interpreter.health import HealthInterpreter
+from flotilla.rules import aggregated_status
 from services.executor import aggregation
 from services.executor.binding_status import aggregate_into
 from services.executor.work_status import manifest_statuses

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from flotilla.api import codec
-from flotilla.binding_builder import build_binding
+from flotilla.rules.binding_builder import build_binding
 from services.executor.detector import (
     binds,
     merge_binding,

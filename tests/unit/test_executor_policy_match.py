@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from flotilla.api import codec
-from flotilla.resource_selection import Match, policy_match, selector_match
+from flotilla.rules.resource_selection import Match, policy_match, selector_match
 from services.executor.policy_match import (
     Claim,
     candidate_keys,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from flotilla import aggregated_status
 from flotilla.api import codec, keys
 from flotilla.api.v1 import work_pb2
-from flotilla.apportionment import webster
+from flotilla.rules import aggregated_status
+from flotilla.rules.apportionment import webster
 from services.executor import works
 
 ODD_UID = "d43fdeeb-d750-4e2b-bee3-64eb94534f4c"

@@ -1,4 +1,4 @@
-"""flotilla.jsonbytes: the standard library's compact JSON, faster, refusing nothing it took."""
+"""flotilla.api.jsonbytes: the standard library's compact JSON, faster, refusing nothing it took."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 
 
 def standard(value: Any) -> bytes:

@@ -1,8 +1,8 @@
 """Layering: what the import-linter contracts in pyproject.toml (`lint-imports`, run by `make test`)
-cannot say. The contracts hold the floors (aio -> api -> store | member -> runtime -> services),
-that the library imports no service and no simulator, and that the services are independent;
-they count imports inside functions and under `if TYPE_CHECKING` as any other. Checked here:
-imports by a literal name through `importlib.import_module("x")` / `__import__("x")`, which
+cannot say. The contracts hold the floors (aio -> api -> security -> store | member -> runtime ->
+rules | interpreter -> scheduler | clusterstatus -> services), that the library imports no service
+and no simulator, and that the services are independent; they count imports inside functions and
+under `if TYPE_CHECKING` as any other. Checked here: imports by a literal name through `importlib.import_module("x")` / `__import__("x")`, which
 import-linter does not see; that flotilla/aio/ uses the standard library only; and, at run time,
 what `import flotilla.store` actually loads."""
 
@@ -90,7 +90,7 @@ def test_the_collector_sees_function_local_relative_and_dynamic_imports() -> Non
 
 def test_walk_covers_the_library() -> None:
     modules = library_modules()
-    for expected in ("flotilla.scheduling", "flotilla.scheduler.core", "flotilla.scheduler.plugins",
+    for expected in ("flotilla.scheduler.plugin_api", "flotilla.scheduler.core", "flotilla.scheduler.plugins",
                      "flotilla.store.objects", "flotilla.cli.schedule", "flotilla.aio.clock", "flotilla.api.events"):
         assert expected in modules
 

@@ -21,7 +21,7 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.timeout(10)
 
 # Every module that defines metrics: importing them registers their names.
-METRIC_MODULES = ["flotilla.metrics", "flotilla.scheduler.metrics", "services.status.metrics",
+METRIC_MODULES = ["flotilla.runtime.metrics", "flotilla.scheduler.metrics", "services.status.metrics",
                   "services.executor.metrics", "services.eviction.history_controller", "services.eviction.graceful",
                   "services.taint_manager.evictor", "flotilla.store.informer"]
 DASHBOARD = ROOT / "deploy" / "grafana" / "flotilla-failover.json"

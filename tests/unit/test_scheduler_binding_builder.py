@@ -1,4 +1,4 @@
-"""Template + policy -> binding (flotilla.binding_builder), as Karmada's detector builds it."""
+"""Template + policy -> binding (flotilla.rules.binding_builder), as Karmada's detector builds it."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
-from flotilla.binding_builder import (
+from flotilla.rules.binding_builder import (
     build_binding,
     replicas_and_requirements,
     resource_request,
 )
-from flotilla.resource_selection import selects
+from flotilla.rules.resource_selection import selects
 
 
 def template(kind: str, spec: dict[str, Any] | None = None, api_version: str = "apps/v1",

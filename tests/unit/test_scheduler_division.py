@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from flotilla.apportionment import names_descending, webster
+from flotilla.rules.apportionment import names_descending, webster
 from flotilla.scheduler.division import (
     Unschedulable,
     duplicated,

@@ -20,13 +20,13 @@ from flotilla.cli import main as cli
 from flotilla.cli.schedule import binding_from_documents
 from flotilla.scheduler import core
 from flotilla.scheduler.framework import Framework
-from flotilla.scheduling import discover_plugins
+from flotilla.scheduler.plugin_api import discover_plugins
 
 PACKAGE = "flotilla_freeze_plugin"
 PLUGIN = textwrap.dedent('''
     """Keeps new workloads off clusters in a change freeze (label freeze=true)."""
 
-    from flotilla.scheduling import SUCCESS, Result
+    from flotilla.scheduler.plugin_api import SUCCESS, Result
 
     FROZEN = Result.unschedulable("cluster(s) are in a change freeze")
 

@@ -13,14 +13,7 @@ from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.scheduler import core
 from flotilla.scheduler.framework import Framework, fit_error_message
 from flotilla.scheduler.framework import Unfit as U
-from flotilla.scheduler.plugins import BUILTIN
-from flotilla.scheduler.plugins.api_enablement import APIEnablement
-from flotilla.scheduler.plugins.cluster_affinity import ClusterAffinity
-from flotilla.scheduler.plugins.cluster_eviction import ClusterEviction
-from flotilla.scheduler.plugins.cluster_locality import ClusterLocality
-from flotilla.scheduler.plugins.spread_constraint import SpreadConstraint
-from flotilla.scheduler.plugins.taint_toleration import TaintToleration
-from flotilla.scheduling import (
+from flotilla.scheduler.plugin_api import (
     SUCCESS,
     AffinityMatcher,
     BindingInfo,
@@ -31,6 +24,13 @@ from flotilla.scheduling import (
     label_selector_matches,
     select_plugins,
 )
+from flotilla.scheduler.plugins import BUILTIN
+from flotilla.scheduler.plugins.api_enablement import APIEnablement
+from flotilla.scheduler.plugins.cluster_affinity import ClusterAffinity
+from flotilla.scheduler.plugins.cluster_eviction import ClusterEviction
+from flotilla.scheduler.plugins.cluster_locality import ClusterLocality
+from flotilla.scheduler.plugins.spread_constraint import SpreadConstraint
+from flotilla.scheduler.plugins.taint_toleration import TaintToleration
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

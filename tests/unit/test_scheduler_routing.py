@@ -7,7 +7,7 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.scheduling import ClusterInfo
+from flotilla.scheduler.plugin_api import ClusterInfo
 from services.scheduler.reconciler import retry_delay
 from services.scheduler.routing import (
     affected_by,

@@ -9,6 +9,7 @@ import pytest
 
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2
+from flotilla.scheduler.plugin_api import ClusterInfo
 from flotilla.scheduler.selection import (
     Candidate,
     SpreadError,
@@ -19,7 +20,6 @@ from flotilla.scheduler.selection import (
     select,
     select_groups,
 )
-from flotilla.scheduling import ClusterInfo
 
 
 def info(name: str, region: str = "") -> ClusterInfo:

@@ -17,8 +17,8 @@ from flotilla.scheduler import core
 from flotilla.scheduler.capacity import ClusterCapacity, NoReservations
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.need_schedule import applied_placement
+from flotilla.scheduler.plugin_api import ClusterInfo
 from flotilla.scheduler.task_drop import Carry, carry_after_drop, record_carry
-from flotilla.scheduling import ClusterInfo
 from flotilla.store.base import copy_of
 from tests.scheduler_support import cluster
 from tests.unit.test_scheduler_loop_memory import rb

@@ -18,7 +18,7 @@ from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.thresholds import Thresholds
-from flotilla.credentials import SECRET_TYPE
+from flotilla.rules.cluster_secrets import SECRET_TYPE
 from flotilla.store import MemoryStore, StoreError
 from flotilla.store.informer import Informer
 from services.status.health_monitor import LEASE_NAMESPACE, HealthMonitor

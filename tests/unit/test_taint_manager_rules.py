@@ -10,7 +10,7 @@ from flotilla.aio.clock import FakeClock
 from flotilla.api import codec
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
-from flotilla.eviction import (
+from flotilla.rules.eviction_tasks import (
     EvictionOptions,
     StateNotCollected,
     graceful_evict_cluster,

@@ -13,7 +13,7 @@ import pytest
 from flotilla.aio.clock import FakeClock
 from flotilla.api import registry
 from flotilla.api.v1 import work_pb2
-from flotilla.eviction import StateNotCollected
+from flotilla.rules.eviction_tasks import StateNotCollected
 from flotilla.store import MemoryStore
 from flotilla.store.informer import Informer
 from services.taint_manager.evictor import BindingEvictionReconciler, EvictorConfig

@@ -8,8 +8,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from flotilla import tls
 from flotilla.cli.printers import REDACTED, hide_secret_values
+from flotilla.security import tls
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from flotilla.api import codec
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.api.v1.policy_pb2 import PropagationPolicy
 from flotilla.api.wellknown import PP_PERMANENT_ID_LABEL
-from flotilla.jsonpath_template import jsonpath_template_problem
+from flotilla.rules.jsonpath_template import jsonpath_template_problem
 from services.webhook.defaulting import AdmissionConfig
 from services.webhook.rules.lua import lua_compile_error
 from services.webhook.validation import validate_object

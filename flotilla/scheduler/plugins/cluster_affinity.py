@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flotilla.scheduling import MIN_CLUSTER_SCORE, SUCCESS, BindingInfo, ClusterInfo, Result
+from flotilla.scheduler.plugin_api import MIN_CLUSTER_SCORE, SUCCESS, BindingInfo, ClusterInfo, Result
 
 NO_MATCH = Result.unschedulable("cluster(s) did not match the placement cluster affinity constraint")
 

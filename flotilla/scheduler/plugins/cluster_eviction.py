@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from flotilla.api.taints import EFFECT_NO_EXECUTE, toleration_tolerates_taint
 from flotilla.api.v1 import policy_pb2
-from flotilla.scheduling import SUCCESS, BindingInfo, ClusterInfo, Result
+from flotilla.scheduler.plugin_api import SUCCESS, BindingInfo, ClusterInfo, Result
 
 EVICTING = Result.unschedulable("cluster(s) is in the process of eviction")
 BLOCKED = Result.unschedulable("cluster(s) recently failed this application (blockPredecessorSeconds)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flotilla.scheduling import MAX_CLUSTER_SCORE, MIN_CLUSTER_SCORE, BindingInfo, ClusterInfo
+from flotilla.scheduler.plugin_api import MAX_CLUSTER_SCORE, MIN_CLUSTER_SCORE, BindingInfo, ClusterInfo
 
 
 class ClusterLocality:

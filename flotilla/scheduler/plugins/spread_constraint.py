@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flotilla.scheduling import SUCCESS, BindingInfo, ClusterInfo, Result
+from flotilla.scheduler.plugin_api import SUCCESS, BindingInfo, ClusterInfo, Result
 
 NO_PROVIDER = Result.unschedulable("cluster(s) did not have provider property")
 NO_REGION = Result.unschedulable("cluster(s) did not have region property")

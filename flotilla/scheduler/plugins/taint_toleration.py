@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flotilla.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from flotilla.api.v1.meta_pb2 import Taint
-from flotilla.scheduling import SUCCESS, BindingInfo, ClusterInfo, Result
+from flotilla.scheduler.plugin_api import SUCCESS, BindingInfo, ClusterInfo, Result
 
 _EFFECTS = (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)
 

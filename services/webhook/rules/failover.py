@@ -12,7 +12,7 @@ from flotilla.api.v1.policy_pb2 import (
     PropagationSpec,
     StatePreservation,
 )
-from flotilla.jsonpath_template import jsonpath_template_problem
+from flotilla.rules.jsonpath_template import jsonpath_template_problem
 from services.webhook.rules import names
 from services.webhook.rules.fields import check, child, index, invalid, required, unsupported
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from flotilla import jsonbytes
+from flotilla.api import jsonbytes
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import policy_pb2, work_pb2
-from flotilla.jsonpath_template import extract
+from flotilla.rules.jsonpath_template import extract
 
 PRODUCER = "TaintManager"
 REASON = "TaintUntolerated"

@@ -33,7 +33,7 @@ import yaml
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from flotilla.tls import write_file
+from flotilla.security.tls import write_file
 
 ENV_KEY_FILE = "FLOTILLA_ENCRYPTION_KEY_FILE"
 PREFIX = b"flotilla:enc:aesgcm:v1:"
@@ -135,7 +135,7 @@ def configured_keys(explicit: str | None = None) -> EncryptionKeys | None:
 
 
 def _context_key_file() -> str:
-    from flotilla.context import ContextError, current_context
+    from flotilla.security.context import ContextError, current_context
 
     try:
         context = current_context()

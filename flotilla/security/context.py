@@ -11,12 +11,12 @@ The pointer holds one line, the data dir's absolute path. `flotillactl`,
 `--etcd-endpoints`, else `FLOTILLA_ETCD_ENDPOINTS`, else the current context
 (`flotilla sim fault --data-dir DIR` reads DIR's context before the environment);
 with none of them they stop with one line saying what to do. The context also names the
-plane's client certificate (gRPC and etcd, see flotilla.tls) and its encryption key file
-(flotilla.crypto), which tools use when no flag or variable names others. Nothing falls back
+plane's client certificate (gRPC and etcd, see flotilla.security.tls) and its encryption key file
+(flotilla.security.crypto), which tools use when no flag or variable names others. Nothing falls back
 to a guessed address such as http://127.0.0.1:2379: whatever plane happened to
 listen there would be used silently.
 
-This module lives at the library root because services use it as well as the CLI;
+This module lives below the store because services and the store use it as well as the CLI;
 `flotilla.cli.context` re-exports it.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from flotilla.cli.errors import CLIError
-from flotilla.tls import TLSFiles
+from flotilla.security.tls import TLSFiles
 
 CONTEXT_FILE = "context.json"
 ENV_ENDPOINTS = "FLOTILLA_ETCD_ENDPOINTS"

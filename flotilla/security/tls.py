@@ -110,7 +110,7 @@ def client_tls() -> TLSFiles | None:
 
 
 def _context_tls(endpoints: str | None) -> TLSFiles | None:
-    from flotilla.context import ContextError, current_context
+    from flotilla.security.context import ContextError, current_context
 
     try:
         context = current_context()

@@ -29,8 +29,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from flotilla import jsonbytes
-from flotilla.api import codec, keys, registry
+from flotilla.api import codec, jsonbytes, keys, registry
 from flotilla.api.bindings import Binding
 from flotilla.api.v1 import core_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import (
