@@ -2,9 +2,10 @@
 cannot say. The contracts hold the floors (aio -> api -> security -> store | member -> runtime ->
 rules | interpreter -> scheduler | clusterstatus -> services), that the library imports no service
 and no simulator, and that the services are independent; they count imports inside functions and
-under `if TYPE_CHECKING` as any other. Checked here: imports by a literal name through `importlib.import_module("x")` / `__import__("x")`, which
-import-linter does not see; that flotilla/aio/ uses the standard library only; and, at run time,
-what `import flotilla.store` actually loads."""
+under `if TYPE_CHECKING` as any other. Checked here: imports by a literal name through
+`importlib.import_module("x")` / `__import__("x")`, which import-linter does not see; that
+flotilla/aio/ uses the standard library only; and, at run time, what `import flotilla.store`
+actually loads."""
 
 from __future__ import annotations
 
