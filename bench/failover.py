@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from flotilla.benchmarks import failover
+from flotilla.plane.benchmarks import failover
 
 SMOKE = {"clusters": 3, "bindings": 6, "failure_threshold": "1s", "timeout": 120.0}
 

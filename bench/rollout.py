@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 from flotilla.api import registry  # noqa: E402
 from flotilla.api.v1 import webhook_pb2  # noqa: E402
-from flotilla.benchmarks.readyz_probe import Target, targets  # noqa: E402
-from flotilla.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
-from flotilla.benchmarks.stats import summary  # noqa: E402
 from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
-from flotilla.local import RunState  # noqa: E402
+from flotilla.plane.benchmarks.readyz_probe import Target, targets  # noqa: E402
+from flotilla.plane.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
+from flotilla.plane.benchmarks.stats import summary  # noqa: E402
+from flotilla.plane.local_plane import RunState  # noqa: E402
 from flotilla.security.context import Context  # noqa: E402
 from flotilla.security.crypto import ENV_KEY_FILE  # noqa: E402
 from flotilla.security.tls import process_env  # noqa: E402
@@ -215,7 +215,7 @@ def wait_for_file(path: Path, timeout: float = 120.0) -> None:
 
 async def join_all(endpoint: str, kubeconfigs: Path, names: list[str]) -> None:
     from flotilla.cli.join import join_args, join_cluster
-    from flotilla.local import wait_clusters_ready
+    from flotilla.plane.local_plane import wait_clusters_ready
 
     store = await Store.connect(endpoint)
     try:

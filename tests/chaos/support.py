@@ -26,14 +26,14 @@ from pathlib import Path
 import aetcd.exceptions
 import pytest
 
-from flotilla import simclient
 from flotilla.api import keys, registry
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_NAMESPACE_PREFIX
 from flotilla.cli.status import InstanceStatus, collect
-from flotilla.local import SERVICES, RunState
 from flotilla.member import MemberClient, load_kubeconfig
-from flotilla.profiles import PROFILES
+from flotilla.plane import simclient
+from flotilla.plane.local_plane import SERVICES, RunState
+from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
 from flotilla.store.embedded import gateway_call, member_status

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from flotilla.api import registry
-from flotilla.local import SERVICES
+from flotilla.plane.local_plane import SERVICES
 from tests.chaos.support import (
     ChaosPlane,
     applied,

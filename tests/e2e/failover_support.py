@@ -23,13 +23,13 @@ from typing import Any, Generic, TypeVar
 import pytest
 from google.protobuf.message import Message
 
-from flotilla import simclient
 from flotilla.api.conditions import is_true
 from flotilla.api.events import EventType
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.local import RunState
 from flotilla.member import MemberClient, MemberError, load_kubeconfig
+from flotilla.plane import simclient
+from flotilla.plane.local_plane import RunState
 from flotilla.store import Store
 from flotilla.store.informer import Informer
 from tests.conftest import ROOT

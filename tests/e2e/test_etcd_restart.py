@@ -16,7 +16,7 @@ from flotilla.api import registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import cluster_pb2
 from flotilla.cli.status import InstanceStatus, check_health, collect
-from flotilla.profiles import PROFILES
+from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd

@@ -19,7 +19,7 @@ import pytest
 from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.profiles import PROFILES
+from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from tests.e2e.failover_support import Plane, Sampler, eventually, history, placed, started_plane, tasks
 from tests.factories import EXAMPLES_DIR

@@ -18,7 +18,7 @@ import pytest
 from flotilla.api import registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.profiles import PROFILES
+from flotilla.plane.profiles import PROFILES
 from tests.e2e.failover_support import Plane, history, started_plane, tasks
 from tests.e2e.test_failover import placed, work_key
 from tests.factories import EXAMPLES_DIR

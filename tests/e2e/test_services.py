@@ -13,7 +13,7 @@ from pathlib import Path
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from flotilla.local import SERVICES
+from flotilla.plane.local_plane import SERVICES
 from flotilla.security.crypto import ENV_KEY_FILE
 from flotilla.security.tls import client_tls, grpc_channel, process_env
 from flotilla.store import Store

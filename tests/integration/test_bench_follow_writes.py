@@ -8,7 +8,7 @@ import asyncio
 
 from flotilla.api import keys, registry
 from flotilla.api.v1 import work_pb2
-from flotilla.benchmarks.failover import NAMESPACE, Writes, current_revision, follow_writes
+from flotilla.plane.benchmarks.failover import NAMESPACE, Writes, current_revision, follow_writes
 from flotilla.store import Store
 from flotilla.store.base import copy_of
 

@@ -9,7 +9,7 @@ import pytest
 
 from flotilla.api.taints import TAINT_CLUSTER_NOT_READY
 from flotilla.api.v1 import cluster_pb2
-from flotilla.local import cluster_not_ready, wait_clusters_ready
+from flotilla.plane.local_plane import cluster_not_ready, wait_clusters_ready
 from flotilla.store import Store
 from tests.factories import make_cluster
 

@@ -14,9 +14,9 @@ import pytest
 from flotilla.aio.clock import RealClock
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.benchmarks import failover
-from flotilla.benchmarks.failover import STAGES, Followed, Watcher, Writes, events_written, stage_report
-from flotilla.benchmarks.resources import total_queued
+from flotilla.plane.benchmarks import failover
+from flotilla.plane.benchmarks.failover import STAGES, Followed, Watcher, Writes, events_written, stage_report
+from flotilla.plane.benchmarks.resources import total_queued
 
 VICTIM, BACKUP = "member1", "member2"
 

@@ -11,8 +11,8 @@ import pytest
 
 from flotilla.api.events import EventType
 from flotilla.api.v1 import work_pb2
-from flotilla.benchmarks import failover
-from flotilla.benchmarks.failover import BenchError, Layout
+from flotilla.plane.benchmarks import failover
+from flotilla.plane.benchmarks.failover import BenchError, Layout
 
 
 def test_the_victims_hold_their_share_and_every_member_fits() -> None:

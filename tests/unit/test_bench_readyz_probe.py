@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from flotilla.benchmarks.readyz_probe import Probed, Target, probe, report
+from flotilla.plane.benchmarks.readyz_probe import Probed, Target, probe, report
 
 
 class Members:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from flotilla.benchmarks.resources import per_binding, queued_event_count, reconcile_counts
+from flotilla.plane.benchmarks.resources import per_binding, queued_event_count, reconcile_counts
 
 
 def test_each_work_queues_passes_are_read_from_its_histogram_count() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flotilla import local
 from flotilla.cli.errors import CLIError
+from flotilla.plane import command
 from flotilla.security import context as ctx
 from tests.cli_runner import flotillactl
 
@@ -93,10 +93,10 @@ def test_a_damaged_context_file_is_one_line(home: Path) -> None:
 def test_down_forgets_the_plane_and_only_its_own_pointer(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mine, other = plane_at(home / "mine"), plane_at(home / "other")
     # The pointer names `other`: stopping `mine` leaves it.
-    assert local.main(["down", "--data-dir", str(mine)]) == 0
+    assert command.main(["down", "--data-dir", str(mine)]) == 0
     assert not (mine / "context.json").exists()
     assert ctx.current_data_dir() == other.resolve()
-    assert local.main(["down", "--data-dir", str(other)]) == 0
+    assert command.main(["down", "--data-dir", str(other)]) == 0
     assert not ctx.pointer_path().exists()
     assert ctx.current_data_dir() is None
 
@@ -105,19 +105,19 @@ def test_down_without_data_dir_uses_the_current_context(home: Path, monkeypatch:
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(home)  # no ./.flotilla here
     data_dir = plane_at(home / "plane")
-    assert local.main(["down"]) == 0
+    assert command.main(["down"]) == 0
     assert str(data_dir / "run.json") in capsys.readouterr().out
     assert not ctx.pointer_path().exists()
 
 
 def test_sim_fault_without_a_plane_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert local.main(["sim", "fault", "member1", "down"]) == 1
+    assert command.main(["sim", "fault", "member1", "down"]) == 1
     err = capsys.readouterr().err
     assert err == f"flotilla sim: {ctx.NO_PLANE}\n"
 
 
 def test_sim_fault_data_dir_without_a_plane_names_it(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert local.main(["sim", "fault", "member1", "down", "--data-dir", str(home / "nowhere")]) == 1
+    assert command.main(["sim", "fault", "member1", "down", "--data-dir", str(home / "nowhere")]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and f"no control plane is running from {home / 'nowhere'}" in err
 

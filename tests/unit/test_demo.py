@@ -12,7 +12,7 @@ import pytest
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.cli.errors import CLIError
-from flotilla.demo import (
+from flotilla.plane.demo import (
     CheckFailed,
     Narrator,
     Seen,

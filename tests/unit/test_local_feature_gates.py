@@ -7,8 +7,9 @@ import argparse
 
 import pytest
 
-from flotilla.local import build_parser, service_env
-from flotilla.profiles import PROFILES
+from flotilla.plane.command import build_parser
+from flotilla.plane.local_plane import service_env
+from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import apply_env_defaults, feature_gates
 
 

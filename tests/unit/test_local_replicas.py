@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flotilla.local import LocalControlPlane, build_parser, main
+from flotilla.plane.command import build_parser, main
+from flotilla.plane.local_plane import LocalControlPlane
 from flotilla.store.embedded import EtcdCluster
 
 

@@ -19,7 +19,7 @@ end, on Ctrl-C and on errors, unless `--keep` is given.
 
 The demo talks to the plane through the library: the store (informers on clusters and bindings,
 so short-lived states are never missed), the admission path of `flotillactl apply`, the
-simulator's admin API (flotilla.simclient) and the members' API servers (flotilla.member).
+simulator's admin API (flotilla.plane.simclient) and the members' API servers (flotilla.member).
 """
 
 from __future__ import annotations
@@ -332,7 +332,7 @@ def prepare_data_dir(data_dir: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`flotilla demo`: start the plane, walk through the failover, stop the plane unless --keep."""
-    from flotilla.local import LocalControlPlane, RunState, UpError, forget_plane, service_env
+    from flotilla.plane.local_plane import LocalControlPlane, RunState, UpError, forget_plane, service_env
     from flotilla.store.embedded import free_port
 
     data_dir = Path(args.data_dir).resolve()
@@ -476,12 +476,12 @@ class Walkthrough:
         return out.getvalue().splitlines()
 
     async def fault(self, cluster: str, fault: str) -> None:
-        from flotilla import simclient
+        from flotilla.plane import simclient
 
         await simclient.set_fault(await self.sim_address(), cluster, fault)
 
     async def app_fault(self, cluster: str, name: str, healthy: bool) -> None:
-        from flotilla import simclient
+        from flotilla.plane import simclient
 
         await simclient.set_app_fault(await self.sim_address(), cluster, "default", name, healthy=healthy)
 
@@ -526,7 +526,7 @@ class Walkthrough:
 
     async def walk(self) -> None:
         from flotilla.api.taints import TAINT_CLUSTER_NOT_READY, TAINT_CLUSTER_UNREACHABLE
-        from flotilla.profiles import PROFILES
+        from flotilla.plane.profiles import PROFILES
         from flotilla.runtime.flags import duration
 
         n = self.n

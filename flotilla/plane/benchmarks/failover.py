@@ -45,7 +45,7 @@ from flotilla.api.conditions import get_condition
 from flotilla.api.events import EventType
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
-from flotilla.benchmarks.resources import (
+from flotilla.plane.benchmarks.resources import (
     ProcessWatch,
     etcd_delta,
     etcd_metrics,
@@ -53,8 +53,8 @@ from flotilla.benchmarks.resources import (
     per_binding,
     reconciles,
 )
-from flotilla.benchmarks.stats import summary
-from flotilla.profiles import PROFILES
+from flotilla.plane.benchmarks.stats import summary
+from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
@@ -276,7 +276,7 @@ class Plane:
     """etcd, the services and the simulator, as `flotilla up` starts them, in a directory of ours."""
 
     def __init__(self, data_dir: Path, env: dict[str, str], clusters: int, node_pods: int) -> None:
-        from flotilla.local import LocalControlPlane
+        from flotilla.plane.local_plane import LocalControlPlane
 
         self.local = LocalControlPlane(data_dir, None, free_port(), detach=False, extra_env=env)
         self.clusters = clusters
@@ -311,7 +311,7 @@ class Plane:
 
 async def join_all(plane: Plane, names: list[str], timeout: float) -> None:
     from flotilla.cli.join import join_args, join_cluster
-    from flotilla.local import wait_clusters_ready
+    from flotilla.plane.local_plane import wait_clusters_ready
 
     store = await Store.connect(plane.endpoint)
     try:
@@ -469,7 +469,7 @@ async def events_written(queued: Callable[[], Awaitable[float | None]], timeout:
 
 async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, pids: dict[str, int],
                    harness: dict[str, int], address: str) -> dict[str, Any]:
-    from flotilla import simclient
+    from flotilla.plane import simclient
 
     events_settled_s = await events_written(lambda: events_queued(store.client), EVENTS_SETTLE_TIMEOUT)
     rt = registry.RESOURCE_BINDING
@@ -649,7 +649,7 @@ def run(opts: Options) -> dict[str, Any]:
             asyncio.run(join_all(plane, layout.clusters, opts.timeout))
             # Each probe is given the plane's own probe timeout: one that times out is what the
             # plane's prober would have seen fail, and is counted at the timeout.
-            prober = subprocess.Popen([sys.executable, "-m", "flotilla.benchmarks.readyz_probe",
+            prober = subprocess.Popen([sys.executable, "-m", "flotilla.plane.benchmarks.readyz_probe",
                                        str(plane.kubeconfigs), str(opts.probe_interval),
                                        str(duration(env["FLOTILLA_CLUSTER_PROBE_TIMEOUT"])),
                                        *(victim for victim, _ in layout.victims)],

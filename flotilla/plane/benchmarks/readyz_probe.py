@@ -1,4 +1,4 @@
-"""`python -m flotilla.benchmarks.readyz_probe KUBECONFIG_DIR INTERVAL [TIMEOUT [FAILED ...]]`:
+"""`python -m flotilla.plane.benchmarks.readyz_probe KUBECONFIG_DIR INTERVAL [TIMEOUT [FAILED ...]]`:
 ask every member's `/readyz` in turn, every INTERVAL seconds, each request given TIMEOUT seconds
 (default 10), until SIGTERM; then print the latencies as JSON, over the members not named as
 FAILED (failed on purpose) and per member.
@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from flotilla.benchmarks.stats import summary
+from flotilla.plane.benchmarks.stats import summary
 
 Target = tuple[str, str, ssl.SSLContext | None]
 
