@@ -39,12 +39,12 @@ protos: $(STAMP)
 	$(BIN)/python scripts/gen_protos.py
 
 bench: $(STAMP)
-	$(BIN)/python bench/store.py
-	$(BIN)/python bench/schedule.py
-	$(BIN)/python bench/hostile.py
-	$(BIN)/python bench/watch_latency.py
-	$(BIN)/python bench/rollout.py
-	$(BIN)/python bench/failover.py
+	$(BIN)/python -m flotilla.plane.benchmarks.store
+	$(BIN)/python -m flotilla.plane.benchmarks.schedule
+	$(BIN)/python -m flotilla.plane.benchmarks.hostile
+	$(BIN)/python -m flotilla.plane.benchmarks.watch_latency
+	$(BIN)/python -m flotilla.plane.benchmarks.rollout
+	$(BIN)/python -m flotilla.plane.benchmarks.failover
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

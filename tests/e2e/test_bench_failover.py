@@ -3,8 +3,8 @@ starts its plane, fails one member, prints one JSON object with every figure the
 for, and leaves nothing running. Its times are measured by running it, never by a test; what a
 test holds it to is what does not depend on the machine: the binding seen through every stage,
 no task dropped before its new placement was Healthy, and at most 4 writes of the failover's
-own to the binding. `python bench/failover.py --smoke` is the same run (tests/e2e/test_bench_smoke.py
-leaves it to this file), here with the member unreachable rather than down."""
+own to the binding. `python -m flotilla.plane.benchmarks.failover --smoke` is the same run
+(tests/e2e/test_bench_smoke.py leaves it to this file), here with the member unreachable rather than down."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
 @pytest.mark.timeout(180)
 def test_an_unreachable_member_is_failed_over_through_the_probe_timeout(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "failover.py"), "--smoke", "--fault", "unreachable"],
+        [sys.executable, "-m", "flotilla.plane.benchmarks.failover", "--smoke", "--fault", "unreachable"],
         cwd=ROOT, capture_output=True, text=True, timeout=170, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)

@@ -146,7 +146,7 @@ async def test_push_and_pull_cluster_health(
         # Never before the failure threshold, and not long after it: the threshold, up to a period for
         # the first failed probe to come and another for the one that passes it, and 5 s for the
         # `flotilla sim fault` process's own start-up and for a loaded machine (how soon exactly is
-        # bench/member_health.py's to measure).
+        # flotilla/plane/benchmarks/member_health.py's to measure).
         assert THRESHOLD <= took <= THRESHOLD + 2 * PERIOD + 5, took
         # The failover trace starts here and is stamped on the Cluster for the next services.
         await clusters.wait(lambda: TRACEPARENT_ANNOTATION in clusters.informer.get("member1").metadata.annotations, 5)

@@ -1,4 +1,5 @@
-"""One simulator process serves a hundred clusters, all probed at once (bench/member_health.py times it)."""
+"""One simulator process serves a hundred clusters, all probed at once
+(flotilla/plane/benchmarks/member_health.py times it)."""
 
 from __future__ import annotations
 

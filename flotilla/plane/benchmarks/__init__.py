@@ -1,1 +1,3 @@
-"""Benchmarks that run the whole control plane and print one JSON object (see bench/)."""
+"""Benchmarks that print one JSON object, each run as `python -m flotilla.plane.benchmarks.<name>`
+(`make bench`) and taking `--smoke`, its smallest run; the failover benchmark is also
+`flotilla bench failover`. readyz_probe, resources and stats are their helpers."""

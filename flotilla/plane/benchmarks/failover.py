@@ -1,4 +1,4 @@
-"""The failover benchmark: `flotilla bench failover` and `python bench/failover.py`.
+"""The failover benchmark: `flotilla bench failover` and `python -m flotilla.plane.benchmarks.failover`.
 
 etcd, every service as its own process and the simulator, started as `flotilla up` starts them;
 K members joined in Push mode; N Deployments applied through the webhook, each with a
@@ -712,3 +712,28 @@ def options(args: argparse.Namespace) -> Options:
 def main(args: argparse.Namespace) -> int:
     print(json.dumps(run(options(args))), flush=True)
     return 0
+
+
+# `python -m flotilla.plane.benchmarks.failover --smoke`: the smallest run that goes through every step.
+SMOKE = {"clusters": 3, "bindings": 6, "failure_threshold": "1s", "timeout": 120.0}
+
+
+def script(argv: list[str] | None = None) -> int:
+    """`python -m flotilla.plane.benchmarks.failover`: the flags of `flotilla bench failover`, and `--smoke`.
+
+        python -m flotilla.plane.benchmarks.failover --clusters 10 --bindings 1000
+        python -m flotilla.plane.benchmarks.failover --clusters 100 --bindings 10000 --affected 1000
+        python -m flotilla.plane.benchmarks.failover --clusters 100 --bindings 10000 --sweep
+    """
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(SMOKE)
+    return main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(script())

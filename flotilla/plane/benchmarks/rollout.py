@@ -16,8 +16,8 @@ reporting every member Healthy; prints one JSON object.
   load alone costs a probe (the prober's own scheduling included), against which to read
   readyz_ms on a machine shared with other work.
 
-    python bench/rollout.py --clusters 10 --deployments 1000
-    python bench/rollout.py --clusters 100 --deployments 100 [--sim-processes 4]
+    python -m flotilla.plane.benchmarks.rollout --clusters 10 --deployments 1000
+    python -m flotilla.plane.benchmarks.rollout --clusters 100 --deployments 100 [--sim-processes 4]
 """
 
 from __future__ import annotations
@@ -35,21 +35,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from flotilla.api import registry
+from flotilla.api.v1 import webhook_pb2
+from flotilla.cli.webhook_client import WebhookClient
+from flotilla.plane.benchmarks.readyz_probe import Target, targets
+from flotilla.plane.benchmarks.resources import lifetime_peak_rss_mib
+from flotilla.plane.benchmarks.stats import summary
+from flotilla.plane.local_plane import RunState
+from flotilla.security.context import Context
+from flotilla.security.crypto import ENV_KEY_FILE
+from flotilla.security.tls import process_env
+from flotilla.store import Informer, Store
+from flotilla.store.embedded import free_port
 
-from flotilla.api import registry  # noqa: E402
-from flotilla.api.v1 import webhook_pb2  # noqa: E402
-from flotilla.cli.webhook_client import WebhookClient  # noqa: E402
-from flotilla.plane.benchmarks.readyz_probe import Target, targets  # noqa: E402
-from flotilla.plane.benchmarks.resources import lifetime_peak_rss_mib  # noqa: E402
-from flotilla.plane.benchmarks.stats import summary  # noqa: E402
-from flotilla.plane.local_plane import RunState  # noqa: E402
-from flotilla.security.context import Context  # noqa: E402
-from flotilla.security.crypto import ENV_KEY_FILE  # noqa: E402
-from flotilla.security.tls import process_env  # noqa: E402
-from flotilla.store import Informer, Store  # noqa: E402
-from flotilla.store.embedded import free_port  # noqa: E402
+# The checkout, where the processes this benchmark starts run.
+ROOT = Path(__file__).resolve().parents[3]
 
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"
@@ -258,8 +258,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             reference_kubeconfig = data_dir / "reference" / "kubeconfigs" / "reference.yaml"
             wait_for_file(reference_kubeconfig)
             prober = subprocess.Popen(
-                [sys.executable, __file__, "--probe", str(kubeconfigs), "--reference", str(reference_kubeconfig),
-                 "--probe-interval", str(args.probe_interval)],
+                [sys.executable, "-m", "flotilla.plane.benchmarks.rollout", "--probe", str(kubeconfigs),
+                 "--reference", str(reference_kubeconfig), "--probe-interval", str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
             load_before = os.getloadavg()
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))

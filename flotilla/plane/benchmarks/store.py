@@ -13,12 +13,9 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2

@@ -6,7 +6,7 @@ and become Healthy; then, one change at a time, a member Deployment is scaled (i
 replicas change at once) and the time until the Work in etcd carries the new status is
 measured, as seen by an informer of Works. Prints one JSON object (milliseconds).
 
-    python bench/watch_latency.py --clusters 3 --deployments 100 --changes 300
+    python -m flotilla.plane.benchmarks.watch_latency --clusters 3 --deployments 100 --changes 300
 """
 
 from __future__ import annotations
@@ -16,29 +16,25 @@ import asyncio
 import json
 import logging
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from flotilla.aio.clock import RealClock  # noqa: E402
-from flotilla.api import codec, registry  # noqa: E402
-from flotilla.api.conditions import set_condition  # noqa: E402
-from flotilla.api.keys import execution_namespace  # noqa: E402
-from flotilla.api.v1 import cluster_pb2, work_pb2  # noqa: E402
-from flotilla.api.wellknown import EXECUTION_FINALIZER  # noqa: E402
-from flotilla.clusterstatus.clients import MemberClients  # noqa: E402
-from flotilla.member import load_kubeconfig  # noqa: E402
-from flotilla.rules.cluster_secrets import secret_document  # noqa: E402
-from flotilla.store import Store  # noqa: E402
-from flotilla.store.embedded import EmbeddedEtcd  # noqa: E402
-from services.executor.controllers import ExecutionManager  # noqa: E402
-from sim import SimServer  # noqa: E402
-from sim.catalog import builtin  # noqa: E402
+from flotilla.aio.clock import RealClock
+from flotilla.api import codec, registry
+from flotilla.api.conditions import set_condition
+from flotilla.api.keys import execution_namespace
+from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.api.wellknown import EXECUTION_FINALIZER
+from flotilla.clusterstatus.clients import MemberClients
+from flotilla.member import load_kubeconfig
+from flotilla.rules.cluster_secrets import secret_document
+from flotilla.store import Store
+from flotilla.store.embedded import EmbeddedEtcd
+from services.executor.controllers import ExecutionManager
+from sim import SimServer
+from sim.catalog import builtin
 
 DEPLOYMENT = builtin("Deployment")
 SMOKE = {"clusters": 1, "deployments": 1, "changes": 2}
@@ -129,8 +125,12 @@ async def bench(clusters: int, deployments: int, changes: int, workdir: Path) ->
                 began = time.perf_counter()
                 server.cluster(cluster).state.update_scale(DEPLOYMENT, "default", name, {"spec": {"replicas": target}},
                                                            merge=True)
+
+                def scaled(k: str = key, t: int = target) -> bool:
+                    return replicas_of(manager.works.get(k))[0] == t
+
                 async with asyncio.timeout(30), changed:
-                    await changed.wait_for(lambda k=key, t=target: replicas_of(manager.works.get(k))[0] == t)
+                    await changed.wait_for(scaled)
                 latencies.append((time.perf_counter() - began) * 1000)
         finally:
             running.cancel()

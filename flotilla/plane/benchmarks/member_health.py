@@ -16,18 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from flotilla.aio.clock import RealClock  # noqa: E402
-from flotilla.member import MemberClient, load_kubeconfig  # noqa: E402
-from sim import SimServer  # noqa: E402
+from flotilla.aio.clock import RealClock
+from flotilla.member import MemberClient, load_kubeconfig
+from sim import SimServer
 
 SMOKE = {"clusters": 2}
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from flotilla.cli.documents import read_sources
 from flotilla.cli.errors import CLIError
+
+# The documents and the admission path are the tests' (tests/): run from the checkout.
 from tests.hostile_documents import HOSTILE
 from tests.property.strategies import pure_admission, request_for
 

@@ -27,14 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from flotilla.api import codec, registry
+from flotilla.api.events import EventType
+from flotilla.store import Informer, Store
+from flotilla.store.embedded import EmbeddedEtcd
+from flotilla.store.endpoints import list_endpoints
 
-from flotilla.api import codec, registry  # noqa: E402
-from flotilla.api.events import EventType  # noqa: E402
-from flotilla.store import Informer, Store  # noqa: E402
-from flotilla.store.embedded import EmbeddedEtcd  # noqa: E402
-from flotilla.store.endpoints import list_endpoints  # noqa: E402
+# The checkout, where the processes this benchmark starts run.
+ROOT = Path(__file__).resolve().parents[3]
 
 GROUPS = 10
 FAILED = "member-000"
