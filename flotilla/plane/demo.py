@@ -46,7 +46,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from flotilla.security import context as ctx
 
 DEFAULT_DATA_DIR = "./.flotilla-demo"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 POLL = 0.2
 
 M = TypeVar("M", bound=Message)
