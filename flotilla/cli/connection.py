@@ -12,8 +12,9 @@ import grpc
 
 from flotilla.cli.context import resolve_endpoints
 from flotilla.cli.errors import CLIError, short
+from flotilla.security.context import client_tls
 from flotilla.security.crypto import configured_keys
-from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY, client_tls, grpc_channel
+from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY, grpc_channel
 from flotilla.store import Store, StoreError
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint

@@ -33,9 +33,9 @@ from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
-from flotilla.security.context import ContextError, resolve_endpoints
+from flotilla.security.context import ContextError, etcd_client_tls, resolve_endpoints
 from flotilla.security.crypto import configured_keys
-from flotilla.security.tls import TLSError, TLSFiles, etcd_client_tls, server_name
+from flotilla.security.tls import TLSError, TLSFiles, server_name
 from flotilla.store import Store, Unavailable
 from flotilla.store.connect import channel_target
 from flotilla.store.endpoints import Endpoint, Registration

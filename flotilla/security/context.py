@@ -28,7 +28,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from flotilla.cli.errors import CLIError
-from flotilla.security.tls import TLSFiles
+from flotilla.security.tls import (
+    ENV_CA,
+    ENV_CERT,
+    ENV_ETCD_CA,
+    ENV_ETCD_CERT,
+    ENV_ETCD_KEY,
+    ENV_KEY,
+    TLSError,
+    TLSFiles,
+    from_env,
+    is_tls_endpoint,
+)
 
 CONTEXT_FILE = "context.json"
 ENV_ENDPOINTS = "FLOTILLA_ETCD_ENDPOINTS"
@@ -171,3 +182,34 @@ def resolve_endpoints(explicit: str | None, data_dir: str | Path | None = None) 
     if context is None:
         raise ContextError(NO_PLANE)
     return context.etcd_endpoints
+
+
+# -- what the current context says about TLS -------------------------------------------------
+
+
+def etcd_client_tls(endpoints: str) -> TLSFiles | None:
+    """What a process without `--etcd-*` flags uses for etcd: nothing for http://; for https://
+    the FLOTILLA_ETCD_* variables, else the current context's client certificate when that
+    context is this etcd's."""
+    if not is_tls_endpoint(endpoints):
+        return None
+    found = from_env(ENV_ETCD_CA, ENV_ETCD_CERT, ENV_ETCD_KEY) or _context_tls(endpoints)
+    if found is None:
+        raise TLSError(f"etcd at {endpoints} speaks TLS: give its CA and a client certificate "
+                       f"(--etcd-cacert/--etcd-cert/--etcd-key, or {ENV_ETCD_CA}/{ENV_ETCD_CERT}/{ENV_ETCD_KEY})")
+    return found
+
+
+def client_tls() -> TLSFiles | None:
+    """A tool's gRPC client certificate: FLOTILLA_TLS_*, else the current context's."""
+    return from_env(ENV_CA, ENV_CERT, ENV_KEY) or _context_tls(None)
+
+
+def _context_tls(endpoints: str | None) -> TLSFiles | None:
+    try:
+        context = current_context()
+    except ContextError:
+        return None
+    if context is None or (endpoints is not None and context.etcd_endpoints != endpoints):
+        return None
+    return context.tls()

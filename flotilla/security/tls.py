@@ -91,36 +91,6 @@ def is_tls_endpoint(endpoints: str) -> bool:
     return endpoints.split(",")[0].strip().lower().startswith("https://")
 
 
-def etcd_client_tls(endpoints: str) -> TLSFiles | None:
-    """What a process without `--etcd-*` flags uses for etcd: nothing for http://; for https://
-    the FLOTILLA_ETCD_* variables, else the current context's client certificate when that
-    context is this etcd's."""
-    if not is_tls_endpoint(endpoints):
-        return None
-    found = from_env(ENV_ETCD_CA, ENV_ETCD_CERT, ENV_ETCD_KEY) or _context_tls(endpoints)
-    if found is None:
-        raise TLSError(f"etcd at {endpoints} speaks TLS: give its CA and a client certificate "
-                       f"(--etcd-cacert/--etcd-cert/--etcd-key, or {ENV_ETCD_CA}/{ENV_ETCD_CERT}/{ENV_ETCD_KEY})")
-    return found
-
-
-def client_tls() -> TLSFiles | None:
-    """A tool's gRPC client certificate: FLOTILLA_TLS_*, else the current context's."""
-    return from_env(ENV_CA, ENV_CERT, ENV_KEY) or _context_tls(None)
-
-
-def _context_tls(endpoints: str | None) -> TLSFiles | None:
-    from flotilla.security.context import ContextError, current_context
-
-    try:
-        context = current_context()
-    except ContextError:
-        return None
-    if context is None or (endpoints is not None and context.etcd_endpoints != endpoints):
-        return None
-    return context.tls()
-
-
 def grpc_channel(address: str, tls: TLSFiles | None, server_name: str = "") -> grpc.aio.Channel:
     """A channel to a service: mutual TLS with `tls`, plain without. `server_name` is the name
     its certificate must carry when that is not the address's host (a pod IP, say)."""

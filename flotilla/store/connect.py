@@ -19,7 +19,8 @@ import aetcd.rpc
 import aetcd.utils
 import aetcd.watcher
 
-from flotilla.security.tls import TLSFiles, etcd_client_tls, is_tls_endpoint
+from flotilla.security.context import etcd_client_tls
+from flotilla.security.tls import TLSFiles, is_tls_endpoint
 
 # Watch IDs this process names itself: far above the ones etcd assigns when none is given.
 _watch_ids = itertools.count(1 << 32)
@@ -117,7 +118,7 @@ class _Client(aetcd.Client):  # type: ignore[misc]
 
 def make_client(endpoints: str, timeout: float | None = 10.0, tls: TLSFiles | None = None) -> aetcd.Client:
     """A client of every endpoint (one gRPC target); over TLS for https:// ones, with `tls` or
-    else the certificates flotilla.security.tls.etcd_client_tls finds; plain for http://, whatever `tls` says."""
+    else the certificates flotilla.security.context.etcd_client_tls finds; plain for http://, whatever `tls` says."""
     # aetcd dials f"{host}:{port}": splitting the target at its last colon gives it back whole.
     target = channel_target(endpoints)
     host, port = target.rsplit(":", 1)

@@ -19,7 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from flotilla.security.tls import TLSFiles, etcd_client_tls
+from flotilla.security.context import etcd_client_tls
+from flotilla.security.tls import TLSFiles
 
 
 class EtcdError(RuntimeError):
@@ -264,7 +265,7 @@ class EtcdCluster:
 
 def gateway_call(endpoint: str, path: str, body: dict[str, Any], timeout: float = 2) -> dict[str, Any]:
     """POST to an etcd member's JSON gateway (`/v3/...`), over TLS with the client certificate
-    flotilla.security.tls.etcd_client_tls finds when the endpoint is https://."""
+    flotilla.security.context.etcd_client_tls finds when the endpoint is https://."""
     files = etcd_client_tls(endpoint)
     request = urllib.request.Request(endpoint + path, data=json.dumps(body).encode(), method="POST")
     with urllib.request.urlopen(request, timeout=timeout,

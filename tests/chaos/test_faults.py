@@ -25,7 +25,8 @@ from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, status_pb2, work_pb2
 from flotilla.api.v1.status_pb2_grpc import ClusterHealthStub
 from flotilla.member import MemberClient, load_kubeconfig
-from flotilla.security.tls import client_tls, grpc_channel
+from flotilla.security.context import client_tls
+from flotilla.security.tls import grpc_channel
 from tests.chaos.support import (
     FAILURE_THRESHOLD,
     LEADING,

@@ -15,7 +15,8 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.kinds import KnownKinds
-from flotilla.security.tls import client_tls, grpc_channel
+from flotilla.security.context import client_tls
+from flotilla.security.tls import grpc_channel
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints

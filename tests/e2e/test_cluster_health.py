@@ -18,7 +18,8 @@ from flotilla.api import registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import cluster_pb2, status_pb2, status_pb2_grpc
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
-from flotilla.security.tls import client_tls, grpc_channel
+from flotilla.security.context import client_tls
+from flotilla.security.tls import grpc_channel
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import list_endpoints

@@ -14,8 +14,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from flotilla.plane.local_plane import SERVICES
+from flotilla.security.context import client_tls
 from flotilla.security.crypto import ENV_KEY_FILE
-from flotilla.security.tls import client_tls, grpc_channel, process_env
+from flotilla.security.tls import grpc_channel, process_env
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import Endpoint, list_endpoints

@@ -10,7 +10,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.runtime.service import Runner, ServiceContext, ServiceSpec, build_parser
-from flotilla.security.tls import client_tls, grpc_channel
+from flotilla.security.context import client_tls
+from flotilla.security.tls import grpc_channel
 from flotilla.store import Store
 
 pytestmark = pytest.mark.integration

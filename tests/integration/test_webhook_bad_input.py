@@ -17,7 +17,8 @@ from flotilla.aio.clock import RealClock
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.webhook_client import ADDRESS_ENV
-from flotilla.security.tls import client_tls, grpc_channel
+from flotilla.security.context import client_tls
+from flotilla.security.tls import grpc_channel
 from flotilla.store import Store
 from services.webhook.admission import Admission
 from services.webhook.servicer import WebhookServicer, add_to_server

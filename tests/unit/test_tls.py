@@ -9,7 +9,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from flotilla.cli.printers import REDACTED, hide_secret_values
-from flotilla.security import tls
+from flotilla.security import context, tls
 
 
 @pytest.fixture
@@ -59,13 +59,13 @@ def test_etcd_tls_follows_the_scheme(monkeypatch: pytest.MonkeyPatch, certificat
     for name in (tls.ENV_ETCD_CA, tls.ENV_ETCD_CERT, tls.ENV_ETCD_KEY):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("FLOTILLA_CONFIG", "/nonexistent/pointer")
-    assert tls.etcd_client_tls("http://127.0.0.1:2379") is None
+    assert context.etcd_client_tls("http://127.0.0.1:2379") is None
     with pytest.raises(tls.TLSError, match=r"etcd at https://127\.0\.0\.1:2379 speaks TLS: give its CA"):
-        tls.etcd_client_tls("https://127.0.0.1:2379")
+        context.etcd_client_tls("https://127.0.0.1:2379")
     for name, value in tls.process_env(certificates["admin"]).items():
         monkeypatch.setenv(name, value)
-    assert tls.etcd_client_tls("https://127.0.0.1:2379") == certificates["admin"]
-    assert tls.etcd_client_tls("http://127.0.0.1:2379") is None
+    assert context.etcd_client_tls("https://127.0.0.1:2379") == certificates["admin"]
+    assert context.etcd_client_tls("http://127.0.0.1:2379") is None
 
 
 @pytest.mark.parametrize(("body", "expected"), [

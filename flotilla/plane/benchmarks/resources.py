@@ -14,7 +14,7 @@ import aiohttp
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
-from flotilla.security.tls import etcd_client_tls
+from flotilla.security.context import etcd_client_tls
 from flotilla.store.endpoints import list_endpoints
 
 MIB = 1024 * 1024
