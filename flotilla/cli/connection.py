@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from flotilla.api.errors import UserError, short
 from flotilla.cli.context import resolve_endpoints
-from flotilla.cli.errors import CLIError, short
 from flotilla.security.context import client_tls
 from flotilla.security.crypto import configured_keys
 from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY, grpc_channel
@@ -30,7 +30,7 @@ async def open_store(args: argparse.Namespace) -> AsyncIterator[Store]:
         await store.client.get(b"/flotilla/")
     except Exception as e:  # aetcd raises several unrelated types for "not there"
         await store.client.close()
-        raise CLIError(f"cannot reach etcd at {endpoints}: {short(e)}") from e
+        raise UserError(f"cannot reach etcd at {endpoints}: {short(e)}") from e
     try:
         yield store
     except StoreError:
@@ -48,6 +48,6 @@ def service_channel(endpoint: Endpoint | str) -> grpc.aio.Channel:
         return grpc_channel(endpoint.address, None)
     tls = client_tls()
     if tls is None:
-        raise CLIError(f"{endpoint.service} at {endpoint.address} requires a client certificate: use the context "
+        raise UserError(f"{endpoint.service} at {endpoint.address} requires a client certificate: use the context "
                        f"`flotilla up` records, or set {ENV_CA}, {ENV_CERT} and {ENV_KEY}")
     return grpc_channel(endpoint.address, tls, endpoint.extra.get("tls_server_name", ""))

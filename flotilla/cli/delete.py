@@ -7,20 +7,20 @@ import sys
 from typing import Any
 
 from flotilla.api import registry
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import webhook_pb2
 from flotilla.cli.connection import open_store
 from flotilla.cli.documents import display_name, read_documents
-from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient
 
 
 def _targets(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.filename:
         if args.kind or args.names:
-            raise CLIError("give either -f FILE or KIND NAME, not both")
+            raise UserError("give either -f FILE or KIND NAME, not both")
         return read_documents(args.filename)
     if not args.kind or not args.names:
-        raise CLIError("delete needs -f FILE or KIND NAME")
+        raise UserError("delete needs -f FILE or KIND NAME")
     rt = registry.lookup(args.kind)
     return [
         {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": {"name": n, "namespace": args.namespace}}
@@ -41,7 +41,7 @@ async def cmd_delete(args: argparse.Namespace) -> int:
             )
             try:
                 response = await webhook.call(lambda s: s.Delete, request)
-            except CLIError as e:
+            except UserError as e:
                 failed += 1
                 print(f"error: {display_name(doc)}: {e}", file=sys.stderr)
                 continue

@@ -18,11 +18,11 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from flotilla.api import codec
+from flotilla.api.errors import UserError
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import core_pb2, work_pb2
 from flotilla.cli.age import since, since_text
 from flotilla.cli.connection import open_store
-from flotilla.cli.errors import CLIError
 from flotilla.cli.get import add_namespace_flag, namespace_for, resolve_kind, split_kind_name
 from flotilla.cli.printers import event_source, hide_secret_values, with_type_fields
 from flotilla.cli.reads import try_get_object
@@ -268,12 +268,12 @@ def describe(rt: ResourceType[M], obj: M, events: Sequence[core_pb2.Event], now:
 async def cmd_describe(args: argparse.Namespace) -> int:
     kind, name = split_kind_name(args.kind, args.name)
     if not name:
-        raise CLIError(f"describe {kind}: a NAME is required")
+        raise UserError(f"describe {kind}: a NAME is required")
     async with open_store(args) as store:
         rt = await resolve_kind(store, kind)
         obj = await try_get_object(store, rt, namespace_for(rt, args.namespace) or "", name)
         if obj is None:
-            raise CLIError(f'{rt.plural} "{name}" not found')
+            raise UserError(f'{rt.plural} "{name}" not found')
         events = await events_for(store, obj)
     print(describe(rt, obj, events, datetime.now(UTC)))
     return 0

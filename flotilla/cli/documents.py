@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from flotilla.api import codec
-from flotilla.cli.errors import CLIError
+from flotilla.api.errors import UserError
 
 
 def read_documents(paths: list[str]) -> list[dict[str, Any]]:
@@ -29,18 +29,18 @@ def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
         try:
             data = _read_stdin() if path == "-" else Path(path).read_bytes()
         except OSError as e:
-            raise CLIError(f"cannot read {path}: {e.strerror or e}") from e
+            raise UserError(f"cannot read {path}: {e.strerror or e}") from e
         try:
             text = data if isinstance(data, str) else codec.utf8_text(data)
             found = codec.load_yaml_documents(text)
         except (yaml.YAMLError, ValueError) as e:
-            raise CLIError(f"{path}: {e}") from e
+            raise UserError(f"{path}: {e}") from e
         for i, doc in enumerate(found):
             if not isinstance(doc, dict):
-                raise CLIError(f"{path}: document {i + 1} is not an object")
+                raise UserError(f"{path}: document {i + 1} is not an object")
         docs.extend((path, doc) for doc in found)
     if not docs:
-        raise CLIError(f"no objects found in {', '.join(paths)}")
+        raise UserError(f"no objects found in {', '.join(paths)}")
     return docs
 
 

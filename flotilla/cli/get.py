@@ -12,11 +12,11 @@ from typing import Any, TypeVar
 from google.protobuf.message import DecodeError, Message
 
 from flotilla.api import registry
+from flotilla.api.errors import UserError
 from flotilla.api.registry import ResourceType, UnknownResourceError
 from flotilla.api.v1 import meta_pb2
 from flotilla.cli import printers
 from flotilla.cli.connection import open_store
-from flotilla.cli.errors import CLIError
 from flotilla.cli.reads import Listed, list_objects, try_get_object, undecodable_line
 from flotilla.store import Store
 
@@ -37,7 +37,7 @@ def parse_selector(text: str | None) -> dict[str, str] | None:
     for term in text.split(","):
         match = _EQUALITY.match(term)
         if match is None:
-            raise CLIError(f'unsupported label selector "{text}": only key=value terms, separated by commas')
+            raise UserError(f'unsupported label selector "{text}": only key=value terms, separated by commas')
         selector[match.group(1)] = match.group(2)
     return selector
 
@@ -47,10 +47,10 @@ def split_kind_name(kind: str, name: str | None) -> tuple[str, str | None]:
     if "/" not in kind:
         return kind, name
     if name:
-        raise CLIError(f'there is no need to give a name after "{kind}": it already names the object')
+        raise UserError(f'there is no need to give a name after "{kind}": it already names the object')
     kind, _, name = kind.partition("/")
     if not kind or not name:
-        raise CLIError(f'"{kind}/{name}": expected KIND/NAME')
+        raise UserError(f'"{kind}/{name}": expected KIND/NAME')
     return kind, name
 
 
@@ -155,20 +155,20 @@ async def fetch(
         return Listed(printers.display_order(rt, listed.items), listed.undecodable)
     obj = await try_get_object(store, rt, namespace or "", name)
     if obj is None:
-        raise CLIError(f'{rt.plural} "{name}" not found')
+        raise UserError(f'{rt.plural} "{name}" not found')
     return Listed([obj])
 
 
 def _check(args: argparse.Namespace, name: str | None) -> None:
     if args.output is not None and args.output not in OUTPUTS:
-        raise CLIError(
+        raise UserError(
             f'unable to match a printer suitable for the output format "{args.output}", '
             f"allowed formats are: {','.join(sorted(OUTPUTS))}"
         )
     if name is not None and args.selector:
-        raise CLIError("name cannot be provided when a selector is specified")
+        raise UserError("name cannot be provided when a selector is specified")
     if name is not None and args.all_namespaces:
-        raise CLIError("a resource cannot be retrieved by name across all namespaces")
+        raise UserError("a resource cannot be retrieved by name across all namespaces")
 
 
 async def cmd_get(args: argparse.Namespace) -> int:

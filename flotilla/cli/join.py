@@ -15,11 +15,11 @@ from typing import Any
 import aetcd.rtypes
 
 from flotilla.api import keys, registry
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import webhook_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.cli.apply import violations_line
 from flotilla.cli.connection import open_store
-from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient
 from flotilla.member import load_kubeconfig
 from flotilla.rules.cluster_secrets import secret_document
@@ -32,7 +32,7 @@ def parse_labels(text: str) -> dict[str, str]:
     for item in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise CLIError(f'invalid label "{item}": use key=value')
+            raise UserError(f'invalid label "{item}": use key=value')
         labels[key] = value
     return labels
 
@@ -59,11 +59,11 @@ async def join_cluster(store: Store, args: argparse.Namespace, rejoin: bool = Fa
     try:
         credentials = load_kubeconfig(args.kubeconfig, args.context)
     except (OSError, ValueError) as e:
-        raise CLIError(f"kubeconfig {args.kubeconfig}: {e}") from e
+        raise UserError(f"kubeconfig {args.kubeconfig}: {e}") from e
     args.server = credentials.server
     cluster = cluster_document(args, credentials.insecure_skip_tls_verify)
     if not rejoin and await store.try_get(registry.CLUSTER, "", args.name) is not None:
-        raise CLIError(f'cluster "{args.name}" is already joined')
+        raise UserError(f'cluster "{args.name}" is already joined')
     webhook = WebhookClient(store)
     # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
     for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
@@ -73,7 +73,7 @@ async def join_cluster(store: Store, args: argparse.Namespace, rejoin: bool = Fa
         response: webhook_pb2.AdmissionResponse = await webhook.call(
             lambda s: getattr(s, method), request)  # noqa: B023
         if not response.allowed:
-            raise CLIError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
+            raise UserError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
 
 
 def join_args(name: str, kubeconfig: str, mode: str = "Push", **extra: str) -> argparse.Namespace:
@@ -93,7 +93,7 @@ async def cmd_unjoin(args: argparse.Namespace) -> int:
     async with open_store(args) as store:
         cluster = await store.try_get(registry.CLUSTER, "", args.name)
         if cluster is None:
-            raise CLIError(f'clusters "{args.name}" not found')
+            raise UserError(f'clusters "{args.name}" not found')
         key = keys.etcd_key(registry.CLUSTER.resource, "", args.name).encode()
         got = await store.client.get(key)
         # Watch from the revision read, so a removal between delete and watch is not missed.

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flotilla.api import codec, registry
+from flotilla.api.errors import UserError, short
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2
 from flotilla.cli import printers
 from flotilla.cli.connection import open_store
-from flotilla.cli.errors import CLIError, short
 from flotilla.cli.get import resolve_kind
 from flotilla.cli.reads import list_objects, undecodable_line
 from flotilla.cli.table import table
@@ -76,7 +76,7 @@ async def cmd_member_get(args: argparse.Namespace) -> int:
         clusters = sorted(listed.items, key=lambda c: c.metadata.name)
         unknown = set(wanted) - {c.metadata.name for c in clusters}
         if unknown:
-            raise CLIError(f"unknown cluster(s): {', '.join(sorted(unknown))}")
+            raise UserError(f"unknown cluster(s): {', '.join(sorted(unknown))}")
         if wanted:
             clusters = [c for c in clusters if c.metadata.name in wanted]
         namespace = None if args.all_namespaces or not rt.namespaced else (args.namespace or DEFAULT_NAMESPACE)

@@ -14,8 +14,8 @@ from typing import Any, Generic, TypeVar
 from google.protobuf.message import Message
 
 from flotilla.api import keys
+from flotilla.api.errors import UserError
 from flotilla.api.registry import ResourceType
-from flotilla.cli.errors import CLIError
 from flotilla.store import Store, Undecodable
 
 UNDECODABLE = "stored value cannot be decoded"
@@ -46,7 +46,7 @@ async def list_objects(store: Store, rt: ResourceType[M], namespace: str | None 
     return Listed(list(result.items), [object_key_of(rt, k) for k in result.undecodable])
 
 
-class UndecodableObject(CLIError):
+class UndecodableObject(UserError):
     """The one object asked for is stored but does not decode."""
 
     def __init__(self, rt: ResourceType[Any], key: str) -> None:

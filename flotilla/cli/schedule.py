@@ -18,10 +18,10 @@ import grpc
 from google.protobuf.message import Message
 
 from flotilla.api import codec, registry
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, scheduler_pb2, scheduler_pb2_grpc, work_pb2
 from flotilla.cli.connection import open_store, service_channel
 from flotilla.cli.documents import read_documents
-from flotilla.cli.errors import CLIError
 from flotilla.cli.table import table
 from flotilla.store import Store
 from flotilla.store.base import meta_of
@@ -54,17 +54,17 @@ def binding_from_documents(objects: Sequence[Message]) -> Binding:
     templates = [o for o in objects if isinstance(o, meta_pb2.Unstructured)]
     if bindings:
         if len(bindings) > 1 or policies or templates:
-            raise CLIError("the file must hold one ResourceBinding, or one workload and its PropagationPolicy, "
+            raise UserError("the file must hold one ResourceBinding, or one workload and its PropagationPolicy, "
                            "besides the Cluster objects")
         return bindings[0]
     if len(templates) != 1 or len(policies) != 1:
-        raise CLIError("the file must hold one ResourceBinding, or one workload and its PropagationPolicy, "
+        raise UserError("the file must hold one ResourceBinding, or one workload and its PropagationPolicy, "
                        f"besides the Cluster objects (found {len(templates)} workload(s), {len(policies)} policies)")
     template, policy = templates[0], policies[0]
     if not template.metadata.namespace and registry.for_kind(template.api_version, template.kind).namespaced:
         template.metadata.namespace = policy.metadata.namespace or "default"
     if not selects(policy, template):
-        raise CLIError(f"{policy.kind} {policy.metadata.name} does not select {template.kind} "
+        raise UserError(f"{policy.kind} {policy.metadata.name} does not select {template.kind} "
                        f"{template.metadata.namespace}/{template.metadata.name}")
     return build_binding(template, policy)
 
@@ -75,7 +75,7 @@ def parse_objects(paths: list[str]) -> list[ScheduleObject]:
         obj = codec.from_dict(doc)
         if not isinstance(obj, ScheduleObject):
             # from_dict checked that kind is a string, and set it on obj.
-            raise CLIError(f"{doc['kind']} {meta_of(obj).name}: only Clusters, a binding, or a workload and its "
+            raise UserError(f"{doc['kind']} {meta_of(obj).name}: only Clusters, a binding, or a workload and its "
                            "policy belong in a schedule file")
         objects.append(obj)
     return objects
@@ -162,7 +162,7 @@ async def call_scheduler(store: Store, method: Method[R], request: object) -> R:
     """One RPC, trying each registered scheduler replica until one answers."""
     found = await list_endpoints(store.client, "scheduler")
     if not found:
-        raise CLIError(f"no scheduler service is registered in etcd at {store.endpoints} (is `flotilla up` running?)")
+        raise UserError(f"no scheduler service is registered in etcd at {store.endpoints} (is `flotilla up` running?)")
     tried = []
     for endpoint in found:
         async with service_channel(endpoint) as channel:
@@ -170,15 +170,15 @@ async def call_scheduler(store: Store, method: Method[R], request: object) -> R:
                 return await method(scheduler_pb2_grpc.SchedulerStub(channel))(request, timeout=TIMEOUT)
             except grpc.aio.AioRpcError as e:
                 if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    raise CLIError(e.details() or e.code().name) from e
+                    raise UserError(e.details() or e.code().name) from e
                 tried.append(endpoint.address)
-    raise CLIError(f"cannot reach the scheduler at {', '.join(tried)}")
+    raise UserError(f"cannot reach the scheduler at {', '.join(tried)}")
 
 
 async def cmd_explain(args: argparse.Namespace) -> int:
     rt = registry.lookup(args.kind)
     if rt not in (registry.RESOURCE_BINDING, registry.CLUSTER_RESOURCE_BINDING):
-        raise CLIError(f'explain takes rb (resourcebinding) or crb (clusterresourcebinding), not "{args.kind}"')
+        raise UserError(f'explain takes rb (resourcebinding) or crb (clusterresourcebinding), not "{args.kind}"')
     namespace = (args.namespace or "default") if rt.namespaced else ""
     request = scheduler_pb2.ExplainRequest(kind=rt.kind, namespace=namespace, name=args.name)
     async with open_store(args) as store:

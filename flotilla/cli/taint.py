@@ -12,10 +12,10 @@ import json
 import sys
 
 from flotilla.api import codec, registry, taints
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import cluster_pb2, webhook_pb2
 from flotilla.cli.apply import violations_line
 from flotilla.cli.connection import open_store
-from flotilla.cli.errors import CLIError
 from flotilla.cli.webhook_client import WebhookClient, WebhookConflict
 from flotilla.store import NotFound
 
@@ -29,12 +29,12 @@ def change_taints(cluster: cluster_pb2.Cluster, specs: list[str], overwrite: boo
         if remove:
             if not taints.remove_taint(current, taint.key, taint.effect):
                 effect = f":{taint.effect}" if taint.effect else ""
-                raise CLIError(f'taint "{taint.key}{effect}" not found')
+                raise UserError(f'taint "{taint.key}{effect}" not found')
             continue
         existing = taints.find_taint(current, taint.key, taint.effect)
         if existing is not None:
             if not overwrite:
-                raise CLIError(
+                raise UserError(
                     f"cluster {cluster.metadata.name} already has {taint.key} taint(s) with the same effect; "
                     "use --overwrite to change its value"
                 )
@@ -47,16 +47,16 @@ def change_taints(cluster: cluster_pb2.Cluster, specs: list[str], overwrite: boo
 
 async def cmd_taint(args: argparse.Namespace) -> int:
     if registry.lookup(args.kind) is not registry.CLUSTER:
-        raise CLIError(f'taint works on clusters, not "{args.kind}"')
+        raise UserError(f'taint works on clusters, not "{args.kind}"')
     if not args.taints:
-        raise CLIError("at least one taint (KEY[=VALUE]:EFFECT or KEY[:EFFECT]-) is required")
+        raise UserError("at least one taint (KEY[=VALUE]:EFFECT or KEY[:EFFECT]-) is required")
     async with open_store(args) as store:
         webhook = WebhookClient(store)
         for _ in range(5):
             try:
                 cluster = await store.get(registry.CLUSTER, "", args.name)
             except NotFound as e:
-                raise CLIError(f'clusters "{args.name}" not found') from e
+                raise UserError(f'clusters "{args.name}" not found') from e
             verb = change_taints(cluster, args.taints, args.overwrite)
             doc = codec.to_dict(cluster)
             doc.pop("status", None)
@@ -70,7 +70,7 @@ async def cmd_taint(args: argparse.Namespace) -> int:
                 return 1
             print(f"cluster/{args.name} {verb}")
             return 0
-    raise CLIError(f"cluster/{args.name} kept changing; try again")
+    raise UserError(f"cluster/{args.name} kept changing; try again")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

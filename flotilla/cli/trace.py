@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flotilla.cli.errors import CLIError
+from flotilla.api.errors import UserError
 from flotilla.cli.table import table
 from flotilla.runtime.tracecontext import BINDING, CLUSTER, RTO_SECONDS, STEP, STEPS
 from flotilla.security.context import current_data_dir
@@ -96,7 +96,7 @@ def read_spans(path: Path) -> list[Span]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError as e:
-        raise CLIError(f"no span file at {path}: no failover has been traced by this plane yet") from e
+        raise UserError(f"no span file at {path}: no failover has been traced by this plane yet") from e
     return [s for s in map(parse_span, lines) if s is not None and s.step]
 
 
@@ -238,13 +238,13 @@ def span_file(args: argparse.Namespace) -> Path:
         return Path(args.trace_file)
     data_dir = Path(args.data_dir) if args.data_dir else current_data_dir()
     if data_dir is None:
-        raise CLIError("no span file: pass --data-dir (the plane's data dir) or --trace-file, or run `flotilla up`")
+        raise UserError("no span file: pass --data-dir (the plane's data dir) or --trace-file, or run `flotilla up`")
     return data_dir / TRACE_FILE
 
 
 def _print(traces: list[list[Span]], what: str, args: argparse.Namespace) -> int:
     if not traces:
-        raise CLIError(f"no failover trace of {what} in {span_file(args)}")
+        raise UserError(f"no failover trace of {what} in {span_file(args)}")
     if args.last:
         traces = traces[-1:]
     if args.output == "json":

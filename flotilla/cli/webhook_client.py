@@ -11,9 +11,9 @@ from typing import TypeVar
 
 import grpc
 
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import webhook_pb2_grpc
 from flotilla.cli.connection import service_channel
-from flotilla.cli.errors import CLIError
 from flotilla.store import Store
 from flotilla.store.endpoints import Endpoint, list_endpoints
 
@@ -22,7 +22,7 @@ TIMEOUT = 30.0
 ADDRESS_ENV = "FLOTILLA_WEBHOOK_ADDRESS"
 
 
-class WebhookConflict(CLIError):
+class WebhookConflict(UserError):
     """The object changed since it was read (gRPC ABORTED)."""
 
 
@@ -39,7 +39,7 @@ class WebhookClient:
         if self._addresses is None:
             found = await list_endpoints(self.store.client, "webhook")
             if not found:
-                raise CLIError(
+                raise UserError(
                     f"no webhook service is registered in etcd at {self.store.endpoints} (is `flotilla up` running?)"
                 )
             self._addresses = [e.address for e in found]
@@ -58,6 +58,6 @@ class WebhookClient:
                     if e.code() == grpc.StatusCode.ABORTED:
                         raise WebhookConflict(e.details() or "conflict") from e
                     if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                        raise CLIError(e.details() or e.code().name) from e
+                        raise UserError(e.details() or e.code().name) from e
                     tried.append(address)
-        raise CLIError(f"cannot reach the webhook at {', '.join(tried)}")
+        raise UserError(f"cannot reach the webhook at {', '.join(tried)}")

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from flotilla.cli.errors import CLIError, short
+from flotilla.api.errors import UserError, short
 from flotilla.plane import demo
 from flotilla.plane.local_plane import (
     DEFAULT_DATA_DIR,
@@ -44,7 +44,7 @@ def _resolve_data_dir(given: str | None) -> Path:
         return default
     try:
         current = ctx.current_data_dir()
-    except CLIError:
+    except UserError:
         current = None
     return current if current is not None else default
 
@@ -86,7 +86,7 @@ def up(args: argparse.Namespace) -> int:
             plane.wait_serving_also([f"agent-member{plane.sim_clusters}"])
         plane.wait_clusters_ready(args.wait_timeout)
         plane.record_context()
-    except (UpError, EtcdError, TimeoutError, CLIError, StoreError) as e:
+    except (UpError, EtcdError, TimeoutError, UserError, StoreError) as e:
         plane.stop()
         forget_plane(plane.data_dir)
         raise UpError(short(e) + f" (logs: {plane.data_dir / 'logs'})") from e
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         from flotilla.plane.benchmarks.failover import BenchError
-        expected = (UpError, EtcdError, OSError, CLIError, StoreError, TimeoutError, ValueError, BenchError)
+        expected = (UpError, EtcdError, OSError, UserError, StoreError, TimeoutError, ValueError, BenchError)
         text = short(e) if isinstance(e, expected) else f"{type(e).__name__}: {short(e)} (--debug shows more)"
         print(f"flotilla {args.command}: {text}", file=sys.stderr)
         return 1

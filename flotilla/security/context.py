@@ -27,7 +27,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from flotilla.cli.errors import CLIError
+from flotilla.api.errors import UserError
 from flotilla.security.tls import (
     ENV_CA,
     ENV_CERT,
@@ -54,7 +54,7 @@ NO_PLANE = ("no control plane to talk to: run `flotilla up`, or pass --etcd-endp
             f"(or set {ENV_ENDPOINTS})")
 
 
-class ContextError(CLIError):
+class ContextError(UserError):
     """No plane to talk to, or its context cannot be read; the message is one line saying what to do."""
 
 

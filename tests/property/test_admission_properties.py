@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from flotilla.api import codec
 from flotilla.api.codec import CodecError
+from flotilla.api.errors import UserError
 from flotilla.cli.documents import read_sources
-from flotilla.cli.errors import CLIError
 from services.webhook.admission import Review, admit, decode
 from tests.property.shares import Share
 from tests.property.strategies import (
@@ -131,5 +131,5 @@ def test_any_bytes_in_a_file_are_one_cli_error(tmp_path_factory: pytest.TempPath
     path.write_bytes(text.encode()[:40] + noise + text.encode()[40:])
     try:
         read_sources([str(path)])
-    except CLIError as e:
+    except UserError as e:
         assert str(e).startswith(str(path)) and "\n" not in str(e)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flotilla.cli.errors import CLIError
+from flotilla.api.errors import UserError
 from flotilla.plane import command
 from flotilla.security import context as ctx
 from tests.cli_runner import flotillactl
@@ -68,7 +68,7 @@ def test_resolution_order(home: Path, monkeypatch: pytest.MonkeyPatch, flag: str
 
 
 def test_nothing_to_find_is_one_line_naming_what_to_do() -> None:
-    with pytest.raises(CLIError, match=r"run `flotilla up`, or pass --etcd-endpoints"):
+    with pytest.raises(UserError, match=r"run `flotilla up`, or pass --etcd-endpoints"):
         ctx.resolve_endpoints(None)
     code, out, err = flotillactl("get", "clusters")
     assert (code, out) == (1, "")
@@ -126,7 +126,7 @@ def test_the_cli_module_re_exports_the_library_one() -> None:
     from flotilla.cli import context as cli_context
 
     assert cli_context.resolve_endpoints is ctx.resolve_endpoints and cli_context.Context is ctx.Context
-    assert issubclass(ctx.ContextError, CLIError)
+    assert issubclass(ctx.ContextError, UserError)
 
 
 @pytest.mark.parametrize(("flag", "env", "context", "expected"), [

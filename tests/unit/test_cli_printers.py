@@ -11,11 +11,11 @@ import yaml
 from google.protobuf.message import Message
 
 from flotilla.api import codec, registry
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import cluster_pb2
 from flotilla.cli import get, printers
 from flotilla.cli.age import human_duration, since, since_text
 from flotilla.cli.describe import describe, smart_label, tabwrite
-from flotilla.cli.errors import CLIError
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 FIVE_MINUTES_AGO = "2026-03-01T11:55:00Z"
@@ -406,16 +406,16 @@ def test_label_selectors_are_equality_only() -> None:
     }
     assert get.parse_selector(None) is None
     for bad in ("app!=nginx", "tier in (web)", "app", "=x", "a=b,"):
-        with pytest.raises(CLIError, match="only key=value"):
+        with pytest.raises(UserError, match="only key=value"):
             get.parse_selector(bad)
 
 
 def test_kind_slash_name() -> None:
     assert get.split_kind_name("clusters/member1", None) == ("clusters", "member1")
     assert get.split_kind_name("clusters", "member1") == ("clusters", "member1")
-    with pytest.raises(CLIError):
+    with pytest.raises(UserError):
         get.split_kind_name("clusters/member1", "member2")
-    with pytest.raises(CLIError):
+    with pytest.raises(UserError):
         get.split_kind_name("clusters/", None)
 
 

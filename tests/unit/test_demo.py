@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from flotilla.api.conditions import set_condition
+from flotilla.api.errors import UserError
 from flotilla.api.v1 import cluster_pb2, work_pb2
-from flotilla.cli.errors import CLIError
 from flotilla.plane.demo import (
     CheckFailed,
     Narrator,
@@ -147,7 +147,7 @@ def test_prepare_data_dir_clears_an_old_demo_but_not_other_dirs(tmp_path: Path) 
     other = tmp_path / "photos"
     other.mkdir()
     (other / "cat.jpg").write_text("")
-    with pytest.raises(CLIError, match="not a Flotilla data dir"):
+    with pytest.raises(UserError, match="not a Flotilla data dir"):
         prepare_data_dir(other)
     assert (other / "cat.jpg").exists()
 

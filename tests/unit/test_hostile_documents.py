@@ -16,9 +16,9 @@ from typing import TypeVar
 import pytest
 
 from flotilla.api import codec
+from flotilla.api.errors import UserError
 from flotilla.api.limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_SELECTORS, shape_problem
 from flotilla.cli.documents import read_sources
-from flotilla.cli.errors import CLIError
 from services.webhook.servicer import parse_request
 from tests.hostile_documents import HOSTILE, Hostile, raw_request
 from tests.property.strategies import pure_admission, request_for
@@ -50,7 +50,7 @@ def _read_and_admit(path: Path) -> list[str]:
     """What flotillactl apply reports: its own line for an unreadable file, else admission's violations."""
     try:
         sources = read_sources([str(path)])
-    except CLIError as e:
+    except UserError as e:
         return [str(e)]
     return [str(error) for _, doc in sources for error in pure_admission(request_for(doc)).errors]
 

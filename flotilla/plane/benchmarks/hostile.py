@@ -15,8 +15,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from flotilla.api.errors import UserError
 from flotilla.cli.documents import read_sources
-from flotilla.cli.errors import CLIError
 
 # The documents and the admission path are the tests' (tests/): run from the checkout.
 from tests.hostile_documents import HOSTILE
@@ -28,7 +28,7 @@ SMOKE = {"runs": 1}
 def refuse(path: Path) -> str:
     try:
         sources = read_sources([str(path)])
-    except CLIError as e:
+    except UserError as e:
         return str(e)
     return "; ".join(str(e) for _, doc in sources for e in pure_admission(request_for(doc)).errors)
 
