@@ -11,8 +11,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from flotilla.api.errors import UserError, short
-from flotilla.cli.context import resolve_endpoints
-from flotilla.security.context import client_tls
+from flotilla.security.context import client_tls, resolve_endpoints
 from flotilla.security.crypto import configured_keys
 from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY, grpc_channel
 from flotilla.store import Store, StoreError

@@ -16,8 +16,7 @@ plane's client certificate (gRPC and etcd, see flotilla.security.tls) and its en
 to a guessed address such as http://127.0.0.1:2379: whatever plane happened to
 listen there would be used silently.
 
-This module lives below the store because services and the store use it as well as the CLI;
-`flotilla.cli.context` re-exports it.
+This module lives below the store because services and the store use it as well as the CLI.
 """
 
 from __future__ import annotations
