@@ -43,17 +43,16 @@ from services.executor import dependencies, policy_match, routing
 from services.executor.applied import AppliedGenerations
 from services.executor.binding_controller import DIRECTLY_REQUEUE_SECONDS, BindingReconciler, index_works
 from services.executor.binding_status import BindingStatusReconciler
+from services.executor.dependency_distributor import DEPENDED_BY_INDEX, DependencyReconciler
 from services.executor.detector import (
     CLAIM_INDEX,
-    DEPENDED_BY_INDEX,
     DEPENDENCIES_INDEX,
     SELECTOR_INDEX,
-    DependencyReconciler,
     DetectorConfig,
-    PolicyFinalizerReconciler,
     TemplateReconciler,
 )
 from services.executor.execution import ExecutionReconciler
+from services.executor.policy_finalizers import PolicyFinalizerReconciler
 from services.executor.routing import RB
 from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconciler, member_objects_of
 
