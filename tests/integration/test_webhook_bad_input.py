@@ -17,6 +17,7 @@ from flotilla.aio.clock import RealClock
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.webhook_client import ADDRESS_ENV
+from flotilla.plane.benchmarks.hostile_documents import HOSTILE, Hostile, raw_request, request_for
 from flotilla.security.context import client_tls
 from flotilla.security.tls import grpc_channel
 from flotilla.store import Store
@@ -24,8 +25,7 @@ from services.webhook.admission import Admission
 from services.webhook.servicer import WebhookServicer, add_to_server
 from tests.cli_runner import flotillactl
 from tests.conftest import Security, wipe_objects
-from tests.hostile_documents import HOSTILE, Hostile, raw_request
-from tests.property.strategies import mutated_documents, request_for
+from tests.property.strategies import mutated_documents
 
 APPLY = "/flotilla.v1.Webhook/Apply"
 

@@ -7,10 +7,8 @@ to a few seconds of `make test`; `HYPOTHESIS_PROFILE=long` (`make fuzz`) runs ma
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from flotilla.api import codec
-from flotilla.api.v1 import webhook_pb2
-from services.webhook.admission import Review, admit, decode
-from services.webhook.defaulting import AdmissionConfig
-from services.webhook.servicer import Request, document
+from flotilla.plane.benchmarks.hostile_documents import pure_admission, request_for
 from tests.admission_cases import DIVIDED, VALID_BASES
 
 settings.register_profile(
@@ -33,8 +28,6 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parents[2]
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-CONFIG = AdmissionConfig()
 
 # Kinds the admission cases and examples do not carry.
 _EXTRA_SEEDS = """\
@@ -224,19 +217,3 @@ def mutated_documents(draw: st.DrawFn, kept: Callable[[dict[str, Any]], bool] | 
 def admitted(doc: Any) -> bool:
     """Whether admission accepts doc as a new object."""
     return pure_admission(request_for(doc)).allowed
-
-
-def request_for(doc: Any) -> webhook_pb2.AdmissionRequest:
-    """The request a JSON client sends (escaping non-ASCII, so a lone surrogate gets through too)."""
-    return webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
-
-
-def pure_admission(request: Request) -> Review:
-    """What the webhook does with a CREATE, without the store: JSON, decode, default, validate."""
-    doc = document(request)
-    if isinstance(doc, Review):
-        return doc
-    review = decode(doc)
-    if review.obj is not None:
-        review.errors = admit(review.obj, None, CONFIG, NOW)
-    return review

@@ -14,17 +14,14 @@ from flotilla.api import codec
 from flotilla.api.codec import CodecError
 from flotilla.api.errors import UserError
 from flotilla.cli.documents import read_sources
+from flotilla.plane.benchmarks.hostile_documents import CONFIG, NOW, pure_admission, request_for
 from services.webhook.admission import Review, admit, decode
 from tests.property.shares import Share
 from tests.property.strategies import (
-    CONFIG,
-    NOW,
     SEED_TEXTS,
     admitted,
     mutated_documents,
     mutations_of,
-    pure_admission,
-    request_for,
     valid_documents,
 )
 

@@ -19,9 +19,8 @@ from flotilla.api import codec
 from flotilla.api.errors import UserError
 from flotilla.api.limits import MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_SELECTORS, shape_problem
 from flotilla.cli.documents import read_sources
+from flotilla.plane.benchmarks.hostile_documents import HOSTILE, Hostile, pure_admission, raw_request, request_for
 from services.webhook.servicer import parse_request
-from tests.hostile_documents import HOSTILE, Hostile, raw_request
-from tests.property.strategies import pure_admission, request_for
 
 T = TypeVar("T")
 # CPU seconds with tracemalloc on, which slows allocation-heavy code several-fold. The slowest

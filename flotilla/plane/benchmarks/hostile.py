@@ -1,4 +1,4 @@
-"""What refusing each hostile document costs (tests/hostile_documents.py); prints one JSON object.
+"""What refusing each hostile document costs (hostile_documents.py); prints one JSON object.
 
 Per document, as `flotillactl apply -f` reads it and admission checks what it read:
 - seconds:   CPU time, the best of `--runs` (three) runs without tracing
@@ -17,10 +17,7 @@ from pathlib import Path
 
 from flotilla.api.errors import UserError
 from flotilla.cli.documents import read_sources
-
-# The documents and the admission path are the tests' (tests/): run from the checkout.
-from tests.hostile_documents import HOSTILE
-from tests.property.strategies import pure_admission, request_for
+from flotilla.plane.benchmarks.hostile_documents import HOSTILE, pure_admission, request_for
 
 SMOKE = {"runs": 1}
 

@@ -1,6 +1,7 @@
-"""Hostile documents and the one line each must be answered with: data shared by the unit
-tests (the pure read and admission path, time and memory bounded) and the integration test
-(`flotillactl apply -f` and the webhook's Apply over gRPC).
+"""Hostile documents and the one line each must be answered with: what the hostile benchmark
+measures refusing, and data shared by the unit tests (the pure read and admission path, time and
+memory bounded) and the integration test (`flotillactl apply -f` and the webhook's Apply over
+gRPC); with the admission path without the store that the benchmark and the tests run.
 
 Each has the YAML bytes a user would apply, the body a client would send the webhook
 (None where JSON cannot say it: JSON has no aliases) and the line's tell-tale part; `path`
@@ -12,9 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from flotilla.api import codec
 from flotilla.api.limits import MAX_ANNOTATIONS_BYTES, MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_SELECTORS, MAX_VALUES
+from flotilla.api.v1 import webhook_pb2
+from services.webhook.admission import Review, admit, decode
+from services.webhook.defaulting import AdmissionConfig
+from services.webhook.servicer import Request, document
 
 
 @dataclass(frozen=True)
@@ -115,3 +122,25 @@ def raw_request(body: bytes) -> bytes:
         length.append(byte | (0x80 if size else 0))
         if not size:
             return b"\x0a" + bytes(length) + body
+
+
+# -- the admission path without the store ------------------------------------------------------
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+CONFIG = AdmissionConfig()
+
+
+def request_for(doc: Any) -> webhook_pb2.AdmissionRequest:
+    """The request a JSON client sends (escaping non-ASCII, so a lone surrogate gets through too)."""
+    return webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
+
+
+def pure_admission(request: Request) -> Review:
+    """What the webhook does with a CREATE, without the store: JSON, decode, default, validate."""
+    doc = document(request)
+    if isinstance(doc, Review):
+        return doc
+    review = decode(doc)
+    if review.obj is not None:
+        review.errors = admit(review.obj, None, CONFIG, NOW)
+    return review
