@@ -84,6 +84,14 @@ def min_toleration_seconds(tolerations: Sequence[Toleration]) -> int | None:
     return smallest
 
 
+def tolerated_indefinitely(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
+    """Whether a workload with these tolerations would never be evicted for these NoExecute taints:
+    each is tolerated, and the toleration in use for it (Kubernetes': the first that matches, as
+    the taint manager reads it) sets no tolerationSeconds."""
+    tolerated, used = get_matching_tolerations(taints, tolerations)
+    return tolerated and (not used or min_toleration_seconds(used) is None)
+
+
 def parse_taint_spec(spec: str) -> tuple[Taint, bool]:
     """Parse a `kubectl taint` argument: `key[=value]:Effect` adds, a trailing `-` removes.
 

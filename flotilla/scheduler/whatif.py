@@ -23,8 +23,7 @@ from flotilla.api.taints import (
     EFFECT_NO_EXECUTE,
     EFFECT_NO_SCHEDULE,
     TAINT_CLUSTER_NOT_READY,
-    get_matching_tolerations,
-    min_toleration_seconds,
+    tolerated_indefinitely,
 )
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2
 from flotilla.scheduler import core
@@ -56,8 +55,7 @@ class WhatIf:
 
 def tolerates_forever(placement: policy_pb2.Placement) -> bool:
     """A placement that tolerates a not-ready cluster forever is never evicted from it."""
-    tolerated, used = get_matching_tolerations([FAILURE_TAINT], list(placement.cluster_tolerations))
-    return tolerated and min_toleration_seconds(used) is None
+    return tolerated_indefinitely([FAILURE_TAINT], list(placement.cluster_tolerations))
 
 
 def as_failed(cluster: cluster_pb2.Cluster, now: datetime) -> cluster_pb2.Cluster:

@@ -168,6 +168,11 @@ ONLY_COPY = {"evicting": frozenset({"m1"}), "returning": {"m1": 2}}
      "cluster(s) is in the process of eviction"),
     (ClusterEviction(), unit({"clusterTolerations": [{"key": "maintenance", "operator": "Exists"}]}, **ONLY_COPY),
      MANUAL_TAINT, None),
+    # The toleration in use is the first that matches, as the taint manager reads it: it would evict again.
+    (ClusterEviction(), unit({"clusterTolerations": [
+        {"key": "maintenance", "operator": "Exists", "tolerationSeconds": 60}, {"operator": "Exists"}]}, **ONLY_COPY),
+     MANUAL_TAINT,
+     "cluster(s) is in the process of eviction"),
     (ClusterEviction(), unit(blocked=frozenset({"m1"}), **ONLY_COPY), RECOVERED,
      "cluster(s) recently failed this application (blockPredecessorSeconds)"),
 ])

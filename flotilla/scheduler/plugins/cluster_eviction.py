@@ -9,7 +9,7 @@ would leave the workload placed nowhere for good (`placement.returning_clusters`
 
 from __future__ import annotations
 
-from flotilla.api.taints import EFFECT_NO_EXECUTE, toleration_tolerates_taint
+from flotilla.api.taints import EFFECT_NO_EXECUTE, tolerated_indefinitely
 from flotilla.api.v1 import policy_pb2
 from flotilla.scheduler.plugin_api import SUCCESS, BindingInfo, ClusterInfo, Result
 
@@ -36,9 +36,5 @@ def can_take_back(placement: policy_pb2.Placement, cluster: ClusterInfo) -> bool
     ran out, and again after that."""
     if not cluster.ready or cluster.deleting:
         return False
-    return all(
-        taint.effect != EFFECT_NO_EXECUTE or any(
-            not toleration.HasField("toleration_seconds") and toleration_tolerates_taint(toleration, taint)
-            for toleration in placement.cluster_tolerations)
-        for taint in cluster.taints
-    )
+    no_execute = [taint for taint in cluster.taints if taint.effect == EFFECT_NO_EXECUTE]
+    return tolerated_indefinitely(no_execute, list(placement.cluster_tolerations))
