@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Options = TypeVar("_Options", bound="DataclassInstance")
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -61,3 +68,18 @@ def apply_env_defaults(parser: argparse.ArgumentParser, environ: Mapping[str, st
             action.default = value
         # An environment value satisfies a required flag.
         action.required = False
+
+
+def flag(name: str, default: Any = dataclasses.MISSING) -> Any:
+    """A field of an options dataclass that `options_from` fills from the flag `name`, so each
+    option names its flag once, beside its type."""
+    return dataclasses.field(default=default, metadata={"flag": name})
+
+
+def options_from(cls: type[_Options], args: argparse.Namespace) -> _Options:
+    """An options dataclass from parsed flags: each field declared with `flag()` takes its flag's
+    value; the others keep their defaults."""
+    values = {f.name: getattr(args, f.metadata["flag"].lstrip("-").replace("-", "_"))
+              for f in dataclasses.fields(cls)
+              if "flag" in f.metadata}
+    return cls(**values)

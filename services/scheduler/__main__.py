@@ -13,7 +13,7 @@ import grpc
 
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
 from flotilla.api.wellknown import DEFAULT_SCHEDULER
-from flotilla.runtime.flags import duration
+from flotilla.runtime.flags import duration, options_from
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
@@ -40,15 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "resourceSummary is trusted to include them")
 
 
-def options_from(args: argparse.Namespace) -> SchedulerOptions:
-    return SchedulerOptions(
-        scheduler_name=args.scheduler_name,
-        empty_workload_propagation=args.enable_empty_workload_propagation,
-        retry_after=args.unschedulable_retry_period,
-        reservation_ttl=args.capacity_reservation_ttl,
-        workers=args.workers,
-    )
-
 
 class SchedulerService:
     """What the Explain/WhatIf servicer (every replica) and the leader's loop share: the plugins
@@ -64,7 +55,8 @@ class SchedulerService:
         except PluginError as e:
             raise SystemExit(f"scheduler: {e}") from None
         self.framework = framework
-        servicer = SchedulerServicer(ctx.store, ctx.clock, framework, options_from(ctx.args), self.reservations)
+        servicer = SchedulerServicer(ctx.store, ctx.clock, framework, options_from(SchedulerOptions, ctx.args),
+                                     self.reservations)
         scheduler_pb2_grpc.add_SchedulerServicer_to_server(servicer, server)
         return [scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name]
 
@@ -75,7 +67,7 @@ class SchedulerService:
     async def lead(self, ctx: ServiceContext) -> None:
         if self.framework is None:
             raise RuntimeError("scheduler: lead before add_servicers")
-        loop = SchedulerLoop(ctx.store, ctx.clock, self.framework, options_from(ctx.args),
+        loop = SchedulerLoop(ctx.store, ctx.clock, self.framework, options_from(SchedulerOptions, ctx.args),
                              ctx.events, ctx.tracer, manager=ctx.manager())
         self.loop = loop
         try:

@@ -34,6 +34,7 @@ from flotilla.api.v1 import meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
 from flotilla.rules.failover_history import refresh
 from flotilla.runtime.controller import Result
+from flotilla.runtime.flags import flag
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, replica_request
@@ -60,17 +61,17 @@ _CLUSTER = operator.attrgetter("cluster")
 
 @dataclass(frozen=True)
 class SchedulerOptions:
-    scheduler_name: str = DEFAULT_SCHEDULER
-    empty_workload_propagation: bool = False
+    scheduler_name: str = flag("--scheduler-name", DEFAULT_SCHEDULER)
+    empty_workload_propagation: bool = flag("--enable-empty-workload-propagation", False)
     # A binding that could not be placed (nothing fits, capacity, spread, a plugin error) is tried
     # again after retry_initial seconds, twice as long after each further failure, at most
     # retry_after: what keeps it out of its clusters may be a status report that no scheduling
     # event announces (a discovery that timed out, capacity held by reservations, a stale summary).
     retry_initial: float = 1.0
-    retry_after: float = 30.0
+    retry_after: float = flag("--unschedulable-retry-period", 30.0)
     # How long a decision's new replicas are held against their clusters (see CapacityLedger).
-    reservation_ttl: float = 20.0
-    workers: int = 16
+    reservation_ttl: float = flag("--capacity-reservation-ttl", 20.0)
+    workers: int = flag("--workers", 16)
 
 
 def ledger_key(kind: str, key: str) -> str:

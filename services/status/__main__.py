@@ -12,7 +12,7 @@ import grpc
 from flotilla.api.v1 import status_pb2, status_pb2_grpc
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
-from flotilla.runtime.flags import duration
+from flotilla.runtime.flags import duration, options_from
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.status.controllers import StatusControllers, StatusOptions
 from services.status.servicer import ClusterHealthServicer
@@ -27,17 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="clusters probed at once (a hanging probe holds only its own worker), and as many "
                              "collected at once by workers of their own")
 
-
-def options_from(args: argparse.Namespace) -> StatusOptions:
-    return StatusOptions(
-        probe_timeout=args.cluster_probe_timeout,
-        status_update_frequency=args.cluster_status_update_frequency,
-        collect_period=args.cluster_collect_period,
-        workers=args.concurrent_cluster_syncs,
-        monitor_period=args.cluster_monitor_period,
-        monitor_grace=args.cluster_monitor_grace_period,
-        startup_grace=args.cluster_startup_grace_period,
-    )
 
 
 class StatusService:
@@ -55,7 +44,8 @@ class StatusService:
     async def lead(self, ctx: ServiceContext) -> None:
         if self.prober is None:
             raise RuntimeError("status: lead before add_servicers")
-        await StatusControllers(ctx.store, ctx.clock, self.prober, options_from(ctx.args), ctx.events, ctx.tracer,
+        options = options_from(StatusOptions, ctx.args)
+        await StatusControllers(ctx.store, ctx.clock, self.prober, options, ctx.events, ctx.tracer,
                                 manager=ctx.manager()).run()
 
 

@@ -21,6 +21,7 @@ from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.push_members import SUMMARY_KINDS, PushMembers
 from flotilla.member.watches import MemberWatches
 from flotilla.rules.cluster_secrets import SECRET_TYPE, CachedCredentials
+from flotilla.runtime.flags import flag
 from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
@@ -36,13 +37,13 @@ from services.status.push import PushStatusReconciler, is_pull
 class StatusOptions:
     """The flags the leader's work reads (seconds)."""
 
-    probe_timeout: float
-    status_update_frequency: float
-    collect_period: float
-    workers: int
-    monitor_period: float
-    monitor_grace: float
-    startup_grace: float
+    probe_timeout: float = flag("--cluster-probe-timeout")
+    status_update_frequency: float = flag("--cluster-status-update-frequency")
+    collect_period: float = flag("--cluster-collect-period")
+    workers: int = flag("--concurrent-cluster-syncs")
+    monitor_period: float = flag("--cluster-monitor-period")
+    monitor_grace: float = flag("--cluster-monitor-grace-period")
+    startup_grace: float = flag("--cluster-startup-grace-period")
 
 
 class StatusControllers:

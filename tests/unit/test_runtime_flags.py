@@ -1,10 +1,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import Any
 
 import pytest
 
-from flotilla.runtime.flags import apply_env_defaults, duration, env_name, feature_gates
+import services.scheduler.__main__ as scheduler_main
+import services.status.__main__ as status_main
+from flotilla.runtime.flags import apply_env_defaults, duration, env_name, feature_gates, options_from
+from services.scheduler.reconciler import SchedulerOptions
+from services.status.controllers import StatusOptions
 
 
 @pytest.mark.parametrize(
@@ -55,3 +61,23 @@ def test_environment_sets_boolean_optional_flags(value: str, expected: bool) -> 
     apply_env_defaults(parser, {"FLOTILLA_LEADER_ELECT": value})
     assert parser.parse_args([]).leader_elect is expected
     assert parser.parse_args(["--no-leader-elect"]).leader_elect is False
+
+
+@pytest.mark.parametrize("add_arguments, options", [
+    (scheduler_main.add_arguments, SchedulerOptions),
+    (status_main.add_arguments, StatusOptions),
+])
+def test_options_from_reads_each_field_from_its_own_flag(add_arguments: Any, options: Any) -> None:
+    # Every flag() names a flag the service's parser defines, and its value (not the
+    # dataclass default) is what the options carry.
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([])
+    declared = {f.name: f.metadata["flag"] for f in dataclasses.fields(options) if "flag" in f.metadata}
+    assert declared
+    for name, flag_name in declared.items():
+        dest = flag_name.lstrip("-").replace("-", "_")
+        setattr(args, dest, ("sentinel", name))
+    built = options_from(options, args)
+    for name in declared:
+        assert getattr(built, name) == ("sentinel", name)

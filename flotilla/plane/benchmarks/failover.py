@@ -45,6 +45,7 @@ from flotilla.api.conditions import get_condition
 from flotilla.api.events import EventType
 from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
+from flotilla.plane.benchmarks import arguments
 from flotilla.plane.benchmarks.resources import (
     ProcessWatch,
     etcd_delta,
@@ -367,13 +368,21 @@ async def until(watcher: Watcher, check: Any, timeout: float, period: float = 0.
     every `period` seconds: a check over ten thousand bindings is not free)."""
     deadline = time.monotonic() + timeout
     while not check():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if not await next_change(watcher.changed, deadline):
             return False
-        watcher.changed.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(watcher.changed.wait(), remaining)
         await asyncio.sleep(min(period, max(0.0, deadline - time.monotonic())))
+    return True
+
+
+async def next_change(event: asyncio.Event, deadline: float) -> bool:
+    """Waits for `event` to be set anew, until `deadline` (time.monotonic()); False when the
+    deadline had already passed."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return False
+    event.clear()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), remaining)
     return True
 
 
@@ -408,12 +417,8 @@ class Writes:
         then are the counts every write up to it."""
         deadline = time.monotonic() + timeout
         while self.revision < revision and not self.closed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if not await next_change(self.moved, deadline):
                 return False
-            self.moved.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.moved.wait(), remaining)
         return self.revision >= revision
 
 
@@ -725,13 +730,9 @@ def script(argv: list[str] | None = None) -> int:
         python -m flotilla.plane.benchmarks.failover --clusters 100 --bindings 10000 --affected 1000
         python -m flotilla.plane.benchmarks.failover --clusters 100 --bindings 10000 --sweep
     """
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.parser(__doc__)
     add_arguments(parser)
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args(argv)
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE, argv)
     return main(args)
 
 

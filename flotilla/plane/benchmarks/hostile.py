@@ -8,7 +8,6 @@ Per document, as `flotillactl apply -f` reads it and admission checks what it re
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from flotilla.api.errors import UserError
 from flotilla.cli.documents import read_sources
+from flotilla.plane.benchmarks import arguments
 from flotilla.plane.benchmarks.hostile_documents import HOSTILE, pure_admission, request_for
 
 SMOKE = {"runs": 1}
@@ -31,13 +31,9 @@ def refuse(path: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.parser(__doc__)
     parser.add_argument("--runs", type=int, default=3, help="timed runs per document, the best kept")
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args()
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE)
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for case in HOSTILE:

@@ -13,7 +13,6 @@ context) and for each TLS handshake.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import tempfile
@@ -23,6 +22,7 @@ from typing import Any
 
 from flotilla.aio.clock import RealClock
 from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.plane.benchmarks import arguments
 from sim import SimServer
 
 SMOKE = {"clusters": 2}
@@ -55,13 +55,9 @@ async def bench(clusters: int, data_dir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.parser(__doc__)
     parser.add_argument("--clusters", type=int, default=100)
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args()
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE)
     with tempfile.TemporaryDirectory() as tmp:
         print(json.dumps(asyncio.run(bench(args.clusters, Path(tmp)))))
 

@@ -38,6 +38,7 @@ from typing import Any
 from flotilla.api import registry
 from flotilla.api.v1 import webhook_pb2
 from flotilla.cli.webhook_client import WebhookClient
+from flotilla.plane.benchmarks import arguments
 from flotilla.plane.benchmarks.readyz_probe import Target, targets
 from flotilla.plane.benchmarks.resources import lifetime_peak_rss_mib
 from flotilla.plane.benchmarks.stats import summary
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.parser(__doc__)
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--deployments", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
@@ -294,11 +295,7 @@ def main() -> None:
                         help="the simulator's event loop (python -m sim --loop)")
     parser.add_argument("--probe", default="", help=argparse.SUPPRESS)  # run as the /readyz prober
     parser.add_argument("--reference", default="", help=argparse.SUPPRESS)  # the prober's idle reference
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args()
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE)
     if args.probe:
         asyncio.run(probe(targets(Path(args.probe)), targets(Path(args.reference))[0],
                           args.probe_interval))

@@ -16,7 +16,6 @@ three clusters, dynamic weights and Aggregated over a group of ten, Duplicated o
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -29,6 +28,7 @@ from typing import Any
 
 from flotilla.api import codec, registry
 from flotilla.api.events import EventType
+from flotilla.plane.benchmarks import arguments
 from flotilla.store import Informer, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
@@ -232,14 +232,10 @@ async def bench(clusters: int, bindings: int, workdir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.parser(__doc__)
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--bindings", type=int, default=10_000)
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args()
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE)
     with tempfile.TemporaryDirectory() as tmp:
         print(json.dumps(asyncio.run(bench(args.clusters, args.bindings, Path(tmp)))))
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2
+from flotilla.plane.benchmarks import arguments
 from flotilla.store import Informer, Store
 from flotilla.store.embedded import EmbeddedEtcd
 
@@ -93,15 +93,11 @@ async def bench(objects: int, concurrency: int, updates: int) -> dict[str, objec
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.parser(__doc__)
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--updates", type=int, default=40, help="CAS updates per writer")
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args()
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE)
     print(json.dumps(asyncio.run(bench(args.objects, args.concurrency, args.updates))))
 
 

@@ -11,7 +11,6 @@ measured, as seen by an informer of Works. Prints one JSON object (milliseconds)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -29,6 +28,7 @@ from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import EXECUTION_FINALIZER
 from flotilla.clusterstatus.clients import MemberClients
 from flotilla.member import load_kubeconfig
+from flotilla.plane.benchmarks import arguments
 from flotilla.rules.cluster_secrets import secret_document
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
@@ -144,15 +144,11 @@ async def bench(clusters: int, deployments: int, changes: int, workdir: Path) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.parser(__doc__)
     parser.add_argument("--clusters", type=int, default=3)
     parser.add_argument("--deployments", type=int, default=100, help="Works (one Deployment each) per cluster")
     parser.add_argument("--changes", type=int, default=300)
-    parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run that goes through every step (tests/e2e/test_bench_smoke.py)")
-    args = parser.parse_args()
-    if args.smoke:
-        vars(args).update(SMOKE)
+    args = arguments.parse(parser, SMOKE)
     logging.disable(logging.WARNING)  # Works retried while their cluster is joining are expected
     with tempfile.TemporaryDirectory(prefix="flotilla-watch-latency-") as tmp:
         print(json.dumps(asyncio.run(bench(args.clusters, args.deployments, args.changes, Path(tmp)))))
