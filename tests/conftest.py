@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from flotilla.security.crypto import ENV_KEY_FILE, new_key_file
+from flotilla.security.rbac import MASTERS
 from flotilla.security.tls import TLSFiles, plane_certificates, process_env
 from flotilla.store import MemoryStore, Store
 from flotilla.store.embedded import EmbeddedEtcd
@@ -43,7 +44,8 @@ class Security:
 @pytest.fixture(scope="session", autouse=True)
 def security(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Security]:
     pki = tmp_path_factory.mktemp("pki")
-    certificates = plane_certificates(pki, ["etcd", "tester"])
+    # The tests call as an administrator (system:masters), as `flotilla up`'s admin certificate does.
+    certificates = plane_certificates(pki, ["etcd", "tester"], groups={"tester": [MASTERS]})
     key_file = new_key_file(pki / "encryption-keys.yaml")
     with pytest.MonkeyPatch.context() as patch:
         for name, value in {**process_env(certificates["tester"]), ENV_KEY_FILE: str(key_file)}.items():

@@ -149,7 +149,8 @@ class LocalControlPlane:
             self.etcd.start(detach=self.detach)
         for name in SERVICES:
             for instance in self.instances(name):
-                self._spawn(instance, "-m", f"services.{name}", "--data-dir", str(self.data_dir))
+                self._spawn(instance, "-m", f"services.{name}", "--data-dir", str(self.data_dir),
+                            *self._service_args(name))
         if self.sim_clusters:
             previous_port = previous.sim_port if previous else 0
             self.sim_port = previous_port if previous_port and port_is_free(previous_port) else free_port()
@@ -169,6 +170,13 @@ class LocalControlPlane:
             names = ["etcd", "sim", *(i for name in processes for i in self.instances(name))]
             self.certificates = tls.plane_certificates(self.data_dir / "pki", names, *(self.ca or ()))
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
+
+    def _service_args(self, service: str) -> list[str]:
+        if service != "webhook":
+            return []
+        # Without TLS no caller has an identity for RBAC to authorize.
+        mode = ["--authorization-mode", "AlwaysAllow"] if self.insecure else []
+        return ["--audit-log-path", str(self.data_dir / "logs" / "audit.log"), *mode]
 
     def _tls_env(self, name: str) -> dict[str, str]:
         # An etcd of the user's (--etcd-endpoints) is reached with the user's FLOTILLA_ETCD_* settings.

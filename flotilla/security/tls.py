@@ -13,9 +13,11 @@ means TLS to etcd; an `http://` one means plain, whatever certificates are confi
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import ssl
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +27,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from flotilla.security.rbac import MASTERS
 
 # gRPC: a service's serving (and calling) identity, or a tool's client identity.
 ENV_CA, ENV_CERT, ENV_KEY = "FLOTILLA_TLS_CA", "FLOTILLA_TLS_CERT", "FLOTILLA_TLS_KEY"
@@ -118,6 +122,19 @@ def peer_identity(context: grpc.aio.ServicerContext) -> str:
     return names[0].decode() if names else ""
 
 
+def peer_groups(context: grpc.aio.ServicerContext) -> tuple[str, ...]:
+    """The organizations of the caller's verified client certificate: its groups, as
+    Kubernetes' x509 authenticator reads them (CN the user, each O a group)."""
+    certificates = context.auth_context().get("x509_pem_cert") or []
+    return organizations(certificates[0]) if certificates else ()
+
+
+@functools.lru_cache(maxsize=1024)
+def organizations(pem: bytes) -> tuple[str, ...]:
+    cert = x509.load_pem_x509_certificate(pem)
+    return tuple(str(a.value) for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME))
+
+
 # -- the certificate authority ---------------------------------------------------------
 
 
@@ -148,10 +165,12 @@ class Authority:
             write_file(self.ca_path, self.ca_pem)
 
     def issue(self, name: str, common_name: str, hosts: list[str], *, server: bool = True,
-              client: bool = True) -> TLSFiles:
-        """A new key and certificate `<name>.crt`/`<name>.key` in the directory."""
+              client: bool = True, groups: Sequence[str] = (), lifetime: timedelta = LEAF_LIFETIME) -> TLSFiles:
+        """A new key and certificate `<name>.crt`/`<name>.key` in the directory; `groups` are its
+        organizations, the groups RBAC knows its holder by."""
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = leaf_cert(key, self.key, self.cert, common_name, hosts, server=server, client=client)
+        cert = leaf_cert(key, self.key, self.cert, common_name, hosts, server=server, client=client,
+                         groups=groups, lifetime=lifetime)
         files = TLSFiles(str(self.ca_path), str(self.directory / f"{name}.crt"), str(self.directory / f"{name}.key"))
         write_file(Path(files.key), key_pem(key), private=True)
         write_file(Path(files.cert), cert.public_bytes(serialization.Encoding.PEM))
@@ -178,7 +197,7 @@ def new_ca(common_name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certifica
 
 def leaf_cert(key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate,
               common_name: str, hosts: list[str], *, server: bool = True, client: bool = False,
-              lifetime: timedelta = LEAF_LIFETIME) -> x509.Certificate:
+              lifetime: timedelta = LEAF_LIFETIME, groups: Sequence[str] = ()) -> x509.Certificate:
     usages = [usage for usage, wanted in ((ExtendedKeyUsageOID.SERVER_AUTH, server),
                                           (ExtendedKeyUsageOID.CLIENT_AUTH, client)) if wanted]
     names: list[x509.GeneralName] = []
@@ -190,7 +209,8 @@ def leaf_cert(key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKe
     now = datetime.now(UTC)
     builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+                                 *(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups)]))
         .issuer_name(ca_cert.subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _BACKDATE).not_valid_after(now + lifetime)
@@ -218,14 +238,16 @@ def write_file(path: Path, data: bytes, private: bool = False) -> None:
 
 
 def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | None = None,
-                       ca_key: Path | None = None) -> dict[str, TLSFiles]:
+                       ca_key: Path | None = None, groups: Mapping[str, Sequence[str]] | None = None
+                       ) -> dict[str, TLSFiles]:
     """What `flotilla up` gives each process it starts: a certificate whose common name is the
-    process's name, for loopback, usable to serve and to call (etcd's included), signed by the
-    plane's CA (made in `directory`, or the given one); and `admin`, the tools' client
-    certificate."""
+    process's name (in the `groups` given for it), for loopback, usable to serve and to call
+    (etcd's included), signed by the plane's CA (made in `directory`, or the given one); and
+    `admin`, the tools' client certificate, in the `system:masters` group."""
     authority = Authority(directory, "flotilla-ca", ca_cert, ca_key)
-    issued = {name: authority.issue(name, name, list(LOOPBACK)) for name in processes}
-    issued["admin"] = authority.issue("admin", "admin", [], server=False, client=True)
+    groups = groups or {}
+    issued = {name: authority.issue(name, name, list(LOOPBACK), groups=groups.get(name, ())) for name in processes}
+    issued["admin"] = authority.issue("admin", "admin", [], server=False, client=True, groups=[MASTERS])
     return issued
 
 

@@ -7,6 +7,7 @@ the finalizers they added, so an apply keeps those from the stored object.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,9 +23,19 @@ from services.webhook.defaulting import AdmissionConfig, default_object
 from services.webhook.validation import validate_object
 
 CREATED, CONFIGURED, UNCHANGED = "created", "configured", "unchanged"
+# The verbs RBAC authorizes a write as.
+CREATE, UPDATE, DELETE = "create", "update", "delete"
 # Who last applied the object: the client certificate's common name (services/webhook/servicer.py).
 APPLIED_BY_ANNOTATION = "flotilla.io/applied-by"
 DELETED, TERMINATING = "deleted", "terminating"
+
+
+class Forbidden(Exception):
+    """The caller may not write this object (the reason in Kubernetes' wording)."""
+
+
+# Whether the caller may write the object with this verb (create, update): raises Forbidden if not.
+Authorize = Callable[[str, Message], None]
 
 
 @dataclass
@@ -50,17 +61,23 @@ class Admission:
         self.clock = clock
         self.config = config or AdmissionConfig()
 
-    async def review(self, doc: Any, validate: bool = True) -> Review:
-        """Parse, default and (optionally) validate a document against what is stored."""
+    async def review(self, doc: Any, validate: bool = True, authorize: Authorize | None = None) -> Review:
+        """Parse, default and (optionally) validate a document against what is stored.
+        `authorize` is asked first, with the write the document would be (create when nothing
+        is stored under its name, update otherwise): a caller it refuses learns nothing of the
+        stored object."""
         decoded = decode(doc)
         if decoded.obj is None:
             return decoded
         obj = decoded.obj
         meta = meta_of(obj)
         old = await self.store.try_get(registry.for_object(obj), meta.namespace, meta.name) if meta.name else None
+        if authorize is not None:
+            authorize(CREATE if old is None else UPDATE, obj)
         return Review(obj, old, admit(obj, old, self.config, self.clock.now(), validate))
 
-    async def apply(self, doc: Any, attempts: int = 5, applied_by: str = "") -> Outcome:
+    async def apply(self, doc: Any, attempts: int = 5, applied_by: str = "",
+                    authorize: Authorize | None = None) -> Outcome:
         """Create or update. Without a resourceVersion in the document, a conflict with
         a concurrent writer is retried from a fresh read; with one, it is the caller's.
         `applied_by` (the authenticated caller) is recorded on the object; without one, a
@@ -68,7 +85,7 @@ class Admission:
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         pinned = isinstance(meta, dict) and bool(meta.get("resourceVersion"))
         for _ in range(attempts):
-            review = await self.review(doc)
+            review = await self.review(doc, authorize=authorize)
             if not review.allowed:
                 return Outcome(review)
             obj = review.obj

@@ -22,17 +22,25 @@ from opentelemetry import trace
 from flotilla.api import codec, registry
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
-from flotilla.security.tls import peer_identity
+from flotilla.security.rbac import Decision, User
+from flotilla.security.rbac import Request as Access
+from flotilla.security.tls import peer_groups, peer_identity
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.events import EventRecorder
 from services.rpc import abort
-from services.webhook.admission import UNCHANGED, Admission, Outcome, Review
+from services.webhook.admission import DELETE, UNCHANGED, Admission, Authorize, Forbidden, Outcome, Review
+from services.webhook.audit import AuditLog
+from services.webhook.authorization import NOT_READY, AlwaysAllow, Authorizer, request_for
 from services.webhook.metrics import WEBHOOK_REQUESTS
 
 log = logging.getLogger(__name__)
 SERVICE = webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name
 tracer = trace.get_tracer("flotilla.webhook")
+# Kubernetes' names for a caller without a certificate (a plane without TLS).
+ANONYMOUS, UNAUTHENTICATED = "system:anonymous", "system:unauthenticated"
+# How long a request waits for a replica that has just started to read the RBAC objects.
+AUTHORIZER_WAIT = 10.0
 
 
 def _response(review: Review, result: str = "") -> webhook_pb2.AdmissionResponse:
@@ -101,19 +109,42 @@ def _kind(obj: Message) -> str:
 
 class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     def __init__(self, admission: Admission, events: EventRecorder | None = None,
-                 require_identity: bool = False) -> None:
+                 require_identity: bool = False, authorizer: Authorizer | None = None,
+                 audit: AuditLog | None = None) -> None:
         self.admission = admission
         self.events = events
         self.require_identity = require_identity
+        self.authorizer: Authorizer = authorizer or AlwaysAllow()
+        self.audit = audit
         self._recording: set[asyncio.Task[None]] = set()
 
-    async def _identity(self, context: grpc.aio.ServicerContext) -> str:
-        """Who calls: the client certificate's common name; "" on a plain channel."""
+    async def _caller(self, context: grpc.aio.ServicerContext) -> User:
+        """Who calls: the client certificate's common name and organizations; anonymous on a
+        plain channel."""
+        if not await self.authorizer.wait_ready(AUTHORIZER_WAIT):
+            await abort(context, grpc.StatusCode.UNAVAILABLE, NOT_READY)
         identity = peer_identity(context)
-        if self.require_identity and not identity:
-            # mTLS already refuses a caller without a certificate; this guards a server set up otherwise.
-            await abort(context, grpc.StatusCode.UNAUTHENTICATED, "writes need a client certificate")
-        return identity
+        if not identity:
+            if self.require_identity:
+                # mTLS already refuses a caller without a certificate; this guards a server set up otherwise.
+                await abort(context, grpc.StatusCode.UNAUTHENTICATED, "a client certificate is needed")
+            return User(ANONYMOUS, frozenset({UNAUTHENTICATED}))
+        return User.of(identity, peer_groups(context))
+
+    def _decide(self, method: str, user: User, request: Access, decision: Decision) -> Decision:
+        if self.audit is not None:
+            self.audit.record(method, user, request, decision)
+        return decision
+
+    def _authorize(self, method: str, user: User) -> Authorize:
+        """The check admission runs once it knows whether the write creates or updates."""
+        def check(verb: str, obj: Message) -> None:
+            meta = meta_of(obj)
+            request = request_for(verb, registry.for_object(obj), meta.namespace, meta.name)
+            decision = self._decide(method, user, request, self.authorizer.admit(user, verb, obj))
+            if not decision.allowed:
+                raise Forbidden(decision.reason)
+        return check
 
     def _record(self, obj: Message, reason: str, result: str, identity: str) -> None:
         """The Event is written after the answer, best effort: a write's latency stays the write's."""
@@ -126,13 +157,17 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
 
     async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
-        identity = await self._identity(context)
+        user = await self._caller(context)
+        identity = "" if user.name == ANONYMOUS else user.name
         doc = document(request)
         if isinstance(doc, Review):
             return _response(doc)
         with tracer.start_as_current_span("webhook.apply") as span:
             try:
-                outcome: Outcome = await self.admission.apply(doc, applied_by=identity)
+                outcome: Outcome = await self.admission.apply(doc, applied_by=identity,
+                                                              authorize=self._authorize("Apply", user))
+            except Forbidden as e:
+                await abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
             except Conflict as e:
                 await abort(context, grpc.StatusCode.ABORTED, str(e))
             review = outcome.review
@@ -148,39 +183,77 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
 
     async def Default(self, request: Request, context: grpc.aio.ServicerContext
                       ) -> webhook_pb2.AdmissionResponse:
-        doc = document(request)
-        if isinstance(doc, Review):
-            return _response(doc)
-        return _response(await self.admission.review(doc, validate=False))
+        return await self._review("Default", request, context, validate=False)
 
     async def Validate(self, request: Request, context: grpc.aio.ServicerContext
                        ) -> webhook_pb2.AdmissionResponse:
+        return await self._review("Validate", request, context)
+
+    async def _review(self, method: str, request: Request, context: grpc.aio.ServicerContext,
+                      validate: bool = True) -> webhook_pb2.AdmissionResponse:
+        """A dry run is authorized as the write it previews, as Kubernetes' dry-run is."""
+        user = await self._caller(context)
         doc = document(request)
         if isinstance(doc, Review):
             return _response(doc)
-        return _response(await self.admission.review(doc))
+        try:
+            return _response(await self.admission.review(doc, validate=validate,
+                                                         authorize=self._authorize(method, user)))
+        except Forbidden as e:
+            await abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
 
     async def Delete(self, request: webhook_pb2.DeleteRequest, context: grpc.aio.ServicerContext
                      ) -> webhook_pb2.DeleteResponse:
-        identity = await self._identity(context)
+        user = await self._caller(context)
         try:
-            result, deleted = await self.admission.delete(request.api_version, request.kind, request.namespace,
+            rt = registry.for_kind(request.api_version, request.kind)
+        except registry.UnknownResourceError as e:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        namespace = (request.namespace or "default") if rt.namespaced else ""
+        asked = request_for(DELETE, rt, namespace, request.name)
+        decision = self._decide("Delete", user, asked, self.authorizer.authorize(user, asked))
+        if not decision.allowed:
+            await abort(context, grpc.StatusCode.PERMISSION_DENIED, decision.reason)
+        try:
+            result, deleted = await self.admission.delete(request.api_version, request.kind, namespace,
                                                           request.name, request.resource_version)
         except NotFound as e:
             await abort(context, grpc.StatusCode.NOT_FOUND, str(e))
         except Conflict as e:
             await abort(context, grpc.StatusCode.ABORTED, str(e))
-        except registry.UnknownResourceError as e:
-            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        log.info("event=delete kind=%s name=%s/%s result=%s by=%s", request.kind, request.namespace, request.name,
+        identity = "" if user.name == ANONYMOUS else user.name
+        log.info("event=delete kind=%s name=%s/%s result=%s by=%s", request.kind, namespace, request.name,
                  result, identity or "-")
         self._record(deleted, "Deleted", result, identity)
         return webhook_pb2.DeleteResponse(result=result)
 
+    async def ReviewAccess(self, request: webhook_pb2.AccessReviewRequest, context: grpc.aio.ServicerContext
+                           ) -> webhook_pb2.AccessReviewResponse:
+        """Anyone may ask about themselves; asking about another user needs the impersonate verb
+        on that user (and on each group named), as kubectl's --as does."""
+        caller = await self._caller(context)
+        subject = caller
+        if request.groups and not request.user:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "groups (--as-group) need a user (--as)")
+        if request.user:
+            wanted = [Access("impersonate", "", "users", name=request.user),
+                      *(Access("impersonate", "", "groups", name=g) for g in request.groups)]
+            for impersonation in wanted:
+                decision = self._decide("ReviewAccess", caller, impersonation,
+                                        self.authorizer.authorize(caller, impersonation))
+                if not decision.allowed:
+                    await abort(context, grpc.StatusCode.PERMISSION_DENIED, decision.reason)
+            subject = User.of(request.user, request.groups)
+        asked = Access(request.verb, request.api_group, request.resource, request.namespace, request.name,
+                        request.subresource)
+        decision = self._decide("ReviewAccess", caller, asked, self.authorizer.authorize(subject, asked))
+        return webhook_pb2.AccessReviewResponse(allowed=decision.allowed, reason=decision.reason)
 
 
 
-Answer = TypeVar("Answer", webhook_pb2.AdmissionResponse, webhook_pb2.DeleteResponse)
+
+Answer = TypeVar("Answer", webhook_pb2.AdmissionResponse, webhook_pb2.DeleteResponse,
+                 webhook_pb2.AccessReviewResponse)
 
 
 def counted(webhook: str, method: Callable[[Any, grpc.aio.ServicerContext], Awaitable[Answer]]
@@ -193,6 +266,7 @@ def counted(webhook: str, method: Callable[[Any, grpc.aio.ServicerContext], Awai
             WEBHOOK_REQUESTS.labels(webhook, "error").inc()
             raise
         allowed = not isinstance(response, webhook_pb2.AdmissionResponse) or response.allowed
+        # A PERMISSION_DENIED abort is raised, and counted as an error above.
         WEBHOOK_REQUESTS.labels(webhook, "allowed" if allowed else "denied").inc()
         return response
     return handler
@@ -214,7 +288,12 @@ def add_to_server(servicer: WebhookServicer, server: grpc.aio.Server) -> None:
         request_deserializer=webhook_pb2.DeleteRequest.FromString,
         response_serializer=webhook_pb2.DeleteResponse.SerializeToString,
     )
-    handlers = {**admission, "Delete": delete}
+    review_access = grpc.unary_unary_rpc_method_handler(
+        counted("reviewaccess", servicer.ReviewAccess),
+        request_deserializer=webhook_pb2.AccessReviewRequest.FromString,
+        response_serializer=webhook_pb2.AccessReviewResponse.SerializeToString,
+    )
+    handlers = {**admission, "Delete": delete, "ReviewAccess": review_access}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
 

@@ -22,14 +22,21 @@ def requests(webhook: str, result: str) -> float:
                                      {"webhook": webhook, "result": result}) or 0.0
 
 
+class PlainChannel:
+    """The servicer context of a call on a plain channel: no peer certificate."""
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {}
+
+
 async def test_answers_are_counted_as_allowed_denied_or_error() -> None:
     servicer = WebhookServicer(Admission(MemoryStore(), FakeClock()))
     validate = counted("validate", servicer.Validate)
     (doc, *_) = codec.load_yaml_documents(VALID_BASES[0][1])
     before = {result: requests("validate", result) for result in ("allowed", "denied", "error")}
 
-    allowed = await validate(webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)), None)
-    denied = await validate(webhook_pb2.AdmissionRequest(object_json="{"), None)
+    allowed = await validate(webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)), PlainChannel())
+    denied = await validate(webhook_pb2.AdmissionRequest(object_json="{"), PlainChannel())
     assert allowed.allowed and not denied.allowed
 
     async def fails(_request: Any, _context: Any) -> webhook_pb2.AdmissionResponse:

@@ -51,3 +51,31 @@ class DeleteResponse(_message.Message):
     RESULT_FIELD_NUMBER: _ClassVar[int]
     result: str
     def __init__(self, result: _Optional[str] = ...) -> None: ...
+
+class AccessReviewRequest(_message.Message):
+    __slots__ = ("verb", "api_group", "resource", "subresource", "namespace", "name", "user", "groups")
+    VERB_FIELD_NUMBER: _ClassVar[int]
+    API_GROUP_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    SUBRESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    verb: str
+    api_group: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    user: str
+    groups: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, verb: _Optional[str] = ..., api_group: _Optional[str] = ..., resource: _Optional[str] = ..., subresource: _Optional[str] = ..., namespace: _Optional[str] = ..., name: _Optional[str] = ..., user: _Optional[str] = ..., groups: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AccessReviewResponse(_message.Message):
+    __slots__ = ("allowed", "reason")
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    allowed: bool
+    reason: str
+    def __init__(self, allowed: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...

@@ -54,6 +54,11 @@ class WebhookStub:
                 request_serializer=flotilla_dot_v1_dot_webhook__pb2.DeleteRequest.SerializeToString,
                 response_deserializer=flotilla_dot_v1_dot_webhook__pb2.DeleteResponse.FromString,
                 _registered_method=True)
+        self.ReviewAccess = channel.unary_unary(
+                '/flotilla.v1.Webhook/ReviewAccess',
+                request_serializer=flotilla_dot_v1_dot_webhook__pb2.AccessReviewRequest.SerializeToString,
+                response_deserializer=flotilla_dot_v1_dot_webhook__pb2.AccessReviewResponse.FromString,
+                _registered_method=True)
 
 
 class WebhookServicer:
@@ -87,6 +92,14 @@ class WebhookServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReviewAccess(self, request, context):
+        """Whether the caller (or, for a caller allowed to impersonate, the user and groups named)
+        may do something: Kubernetes' SubjectAccessReview, behind `flotillactl auth can-i`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WebhookServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -109,6 +122,11 @@ def add_WebhookServicer_to_server(servicer, server):
                     servicer.Delete,
                     request_deserializer=flotilla_dot_v1_dot_webhook__pb2.DeleteRequest.FromString,
                     response_serializer=flotilla_dot_v1_dot_webhook__pb2.DeleteResponse.SerializeToString,
+            ),
+            'ReviewAccess': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReviewAccess,
+                    request_deserializer=flotilla_dot_v1_dot_webhook__pb2.AccessReviewRequest.FromString,
+                    response_serializer=flotilla_dot_v1_dot_webhook__pb2.AccessReviewResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -219,6 +237,33 @@ class Webhook:
             '/flotilla.v1.Webhook/Delete',
             flotilla_dot_v1_dot_webhook__pb2.DeleteRequest.SerializeToString,
             flotilla_dot_v1_dot_webhook__pb2.DeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReviewAccess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flotilla.v1.Webhook/ReviewAccess',
+            flotilla_dot_v1_dot_webhook__pb2.AccessReviewRequest.SerializeToString,
+            flotilla_dot_v1_dot_webhook__pb2.AccessReviewResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -10,6 +10,7 @@ from flotilla.api.v1.meta_pb2 import Unstructured
 from services.webhook.rules import names
 from services.webhook.rules.fields import required
 from services.webhook.rules.metadata import NameRule, validate_metadata
+from services.webhook.rules.rbac import is_rbac, validate_rbac
 
 # RBAC objects are named like `system:controller:x`; the API server only asks
 # that their names fit in a URL path.
@@ -31,6 +32,8 @@ def validate_template(template: Unstructured) -> Iterator[FieldError]:
     namespaced = resource_type is not None and resource_type.namespaced
     name_rule = template_name_rule(resource_type.group if resource_type is not None else "")
     yield from validate_metadata(template.metadata, namespaced, name_rule)
+    if is_rbac(template):
+        yield from validate_rbac(template)
 
 
 def template_name_rule(group: str) -> NameRule:
