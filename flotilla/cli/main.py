@@ -14,11 +14,25 @@ from google.protobuf.message import DecodeError
 from flotilla.api.codec import CodecError
 from flotilla.api.errors import UserError, short
 from flotilla.api.registry import UnknownResourceError
-from flotilla.cli import apply, delete, describe, get, join, member, schedule, secrets, status, taint, trace
+from flotilla.cli import (
+    apply,
+    auth,
+    certificate,
+    delete,
+    describe,
+    get,
+    join,
+    member,
+    schedule,
+    secrets,
+    status,
+    taint,
+    trace,
+)
 from flotilla.store import StoreError
 
 # Each command module has `register(subparsers)`, which sets `run` on its parser.
-COMMANDS = [get, describe, apply, delete, taint, join, member, schedule, status, trace, secrets]
+COMMANDS = [get, describe, apply, delete, taint, join, member, schedule, status, trace, secrets, auth, certificate]
 
 # What a user's input or environment causes: their message is the whole line.
 EXPECTED = (UserError, StoreError, CodecError, UnknownResourceError, ValueError, OSError, TimeoutError)

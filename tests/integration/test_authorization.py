@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from flotilla.security.rbac import MASTERS
 from flotilla.store import Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
-from tests.conftest import Security, start_service, stop_service
+from tests.conftest import CtlResult, Security, start_service, stop_service
 from tests.e2e.failover_support import eventually
 
 pytestmark = pytest.mark.integration
@@ -186,3 +186,28 @@ async def test_every_decision_is_one_line_of_the_audit_log(
         "method": "Apply", "verb": "create", "apiGroup": "policy.karmada.io", "resource": "propagationpolicies",
         "namespace": "default", "decision": "deny"}
     assert record["groups"] == ["system:authenticated"]
+
+
+def test_flotillactl_issues_a_certificate_and_answers_can_i(
+        webhook: subprocess.Popen[bytes], clean_etcd: EmbeddedEtcd, ctl: Callable[..., CtlResult],
+        security: Security, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ca = ["--ca-cert", str(security.pki / "ca.crt"), "--ca-key", str(security.pki / "ca.key")]
+    issued = ctl("certificate", "issue", "carol", "--group", "auditors", "--days", "2", "--out", str(tmp_path), *ca)
+    assert issued.code == 0, issued.err
+    assert f"export FLOTILLA_TLS_CA={tmp_path}/ca.crt FLOTILLA_TLS_CERT={tmp_path}/carol.crt" in issued.out
+    # The administrator (the session's certificate) may; carol may not, and says so in kubectl's way.
+    assert (ctl("auth", "can-i", "create", "pp").code, ctl("auth", "can-i", "create", "pp").out) == (0, "yes\n")
+    assert ctl("auth", "can-i", "create", "pp", "--as", "carol", "--as-group", "auditors").out == "no\n"
+    monkeypatch.setenv("FLOTILLA_TLS_CERT", str(tmp_path / "carol.crt"))
+    monkeypatch.setenv("FLOTILLA_TLS_KEY", str(tmp_path / "carol.key"))
+    denied = ctl("auth", "can-i", "delete", "clusters")
+    assert (denied.code, denied.out) == (1, "no\n")
+    applied = ctl("apply", "-f", "-", stdin=json.dumps(policy("carols", "default")))
+    assert applied.code == 1
+    assert applied.err == ('error: User "carol" cannot create resource "propagationpolicies" in API group '
+                           '"policy.karmada.io" in the namespace "default"\n')
+    # Bad input changes nothing and names what is wrong.
+    refused = ctl("certificate", "issue", "carol", "--out", str(tmp_path), *ca)
+    assert refused.code == 1 and "exists already" in refused.err
+    assert "name 'a,b'" in ctl("certificate", "issue", "a,b", "--out", str(tmp_path), *ca).err
+    assert "--as-group needs --as" in ctl("auth", "can-i", "get", "pp", "--as-group", "x").err
