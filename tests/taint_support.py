@@ -3,20 +3,20 @@ evict, a running taint manager, and a cluster's taints as an informer sees them.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.api.conditions import set_condition
-from flotilla.api.v1 import work_pb2
+from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.store import ObjectStore
 from flotilla.store.informer import Informer
 from services.taint_manager.cluster_taints import TaintConfig
 from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
+from tests.background import in_background
 from tests.factories import make_cluster
 
 NOT_READY = "cluster.karmada.io/not-ready"
@@ -52,14 +52,10 @@ def manager(store: ObjectStore, clock: Clock | None = None, failover_gate: bool 
 @contextlib.asynccontextmanager
 async def running(store: ObjectStore, clock: Clock, failover_gate: bool = True) -> AsyncIterator[TaintManager]:
     started = manager(store, clock, failover_gate)
-    task = asyncio.create_task(started.run())
-    try:
+    async with in_background(started.run()):
         yield started
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
-def taints_of(informer: Informer, name: str) -> set[tuple[str, str]]:
+def taints_of(informer: Informer[cluster_pb2.Cluster], name: str) -> set[tuple[str, str]]:
     cluster = informer.get(name)
     return {(t.key, t.effect) for t in cluster.spec.taints} if cluster else set()

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 
 import pytest
 
@@ -26,12 +27,13 @@ from flotilla.store.informer import Informer
 from services.executor.__main__ import execution_clients
 from services.executor.controllers import ExecutionManager
 from sim import SimServer
+from tests.background import in_background
 from tests.factories import EXAMPLE_FILES
 from tests.sim_fixtures import StartSim
 from tests.watching import Watch
 
 
-def deployment(replicas: int) -> dict:
+def deployment(replicas: int) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "nginx", "namespace": "default", "labels": {"app": "nginx"}},
@@ -45,11 +47,11 @@ def deployment(replicas: int) -> dict:
 async def join(store: Store, server: SimServer, name: str) -> None:
     credentials = load_kubeconfig(server.kubeconfig_path(name))
     await store.create(codec.from_dict(secret_document(name, credentials)))
-    cluster = await store.create(codec.from_dict({
+    cluster = await store.create(cast(cluster_pb2.Cluster, codec.from_dict({
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
         "spec": {"apiEndpoint": credentials.server, "syncMode": "Push",
                  "secretRef": {"namespace": "karmada-cluster", "name": name}},
-    }))
+    })))
     await set_ready(store, cluster.metadata.name, "True")
 
 
@@ -60,7 +62,7 @@ async def set_ready(store: Store, name: str, status: str) -> None:
     await store.mutate(registry.CLUSTER, "", name, change, status=True)
 
 
-async def create_work(store: Store, cluster: str, manifest: dict) -> work_pb2.Work:
+async def create_work(store: Store, cluster: str, manifest: dict[str, Any]) -> work_pb2.Work:
     work = work_pb2.Work(api_version="work.karmada.io/v1alpha1", kind="Work")
     work.metadata.name = "nginx-687f7fb96f"
     work.metadata.namespace = execution_namespace(cluster)
@@ -93,21 +95,33 @@ async def executing(store: Store, backoff: tuple[float, float] | None = None, as
                                events=events)
     if backoff is not None:
         manager.watches.backoff = backoff  # member watches reconnect quickly after a fault
-    task = asyncio.create_task(manager.run())
     try:
-        yield manager
+        async with in_background(manager.run()):
+            yield manager
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
         await clients.close()
 
 
-def health_of(informer: Informer, key: str) -> tuple[str, int]:
+def health_of(informer: Informer[work_pb2.Work], key: str) -> tuple[str, int]:
     work = informer.get(key)
     if work is None or not work.status.manifest_statuses:
         return ("", -1)
     status = work.status.manifest_statuses[0]
-    return status.health, json.loads(status.status or b"{}").get("readyReplicas", 0)
+    ready: int = json.loads(status.status or b"{}").get("readyReplicas", 0)
+    return status.health, ready
+
+
+def held(works: Informer[work_pb2.Work], key: str) -> work_pb2.Work:
+    """The Work `key`, still there."""
+    work = works.get(key)
+    assert work is not None, f"the Work {key} is gone"
+    return work
+
+
+def applied_of(work: work_pb2.Work) -> tuple[str, str]:
+    """The status and reason of the Work's Applied condition; empty without one."""
+    condition = get_condition(work.status.conditions, "Applied")
+    return (condition.status, condition.reason) if condition is not None else ("", "")
 
 
 async def test_work_applied_collected_and_deleted_only_when_reachable(
@@ -119,9 +133,9 @@ async def test_work_applied_collected_and_deleted_only_when_reachable(
     async with executing(store) as manager:
         watch = Watch(manager.works)
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 2))
-        applied = get_condition(manager.works.get(key).status.conditions, "Applied")
-        assert (applied.status, applied.reason) == ("True", "AppliedSuccessful")
-        assert (await member.get("apps/v1", "Deployment", "default", "nginx"))["spec"]["replicas"] == 2
+        assert applied_of(held(manager.works, key)) == ("True", "AppliedSuccessful")
+        deployed = await member.get("apps/v1", "Deployment", "default", "nginx")
+        assert deployed is not None and deployed["spec"]["replicas"] == 2
 
         # A Lua customization decides health from now on; the seed one wants every replica ready.
         seed = next(p for p in EXAMPLE_FILES if p.name == "health-interpreter.yaml")
@@ -136,10 +150,11 @@ async def test_work_applied_collected_and_deleted_only_when_reachable(
         # The cluster becomes unreachable; the Work is deleted and must wait for it.
         server.cluster("member1").set_fault("down")
         await set_ready(store, "member1", "False")
-        await store.delete(registry.WORK, *key.split("/"))
-        await watch.until(lambda: manager.works.get(key).metadata.HasField("deletion_timestamp"))
+        namespace, name = key.split("/")
+        await store.delete(registry.WORK, namespace, name)
+        await watch.until(lambda: held(manager.works, key).metadata.HasField("deletion_timestamp"))
         await asyncio.sleep(0.3)  # several retries' worth: the Work must still be held
-        assert EXECUTION_FINALIZER in manager.works.get(key).metadata.finalizers
+        assert EXECUTION_FINALIZER in held(manager.works, key).metadata.finalizers
         server.cluster("member1").set_fault("recover")
         assert await member.get("apps/v1", "Deployment", "default", "nginx") is not None
         await set_ready(store, "member1", "True")
@@ -157,8 +172,7 @@ async def test_an_apply_slower_than_a_health_probe_is_waited_for(
     server.cluster("member1").set_fault("slow", latency=1.2)
     async with executing(store, as_served=True) as manager:
         await Watch(manager.works).until(lambda: health_of(manager.works, key) == ("Healthy", 1), timeout=60)
-        applied = get_condition(manager.works.get(key).status.conditions, "Applied")
-        assert (applied.status, applied.reason) == ("True", "AppliedSuccessful")
+        assert applied_of(held(manager.works, key)) == ("True", "AppliedSuccessful")
     given_up = [r.getMessage() for r in caplog.records if "timed out" in r.getMessage()]
     assert not given_up, "no request was given up on and sent again"
 
@@ -176,8 +190,8 @@ async def test_object_removed_in_the_member_is_applied_again(
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1))
         await member.delete("apps/v1", "Deployment", "default", "nginx")
         await watch.until(lambda: health_of(manager.works, key) == ("Healthy", 1)
-                          and get_condition(manager.works.get(key).status.conditions, "Applied").status == "True"
-                          and manager.works.get(key).status.manifest_statuses[0].status != b"{}")
+                          and applied_of(held(manager.works, key))[0] == "True"
+                          and held(manager.works, key).status.manifest_statuses[0].status != b"{}")
         async with asyncio.timeout(10):
             while await member.get("apps/v1", "Deployment", "default", "nginx") is None:
                 await asyncio.sleep(0.05)

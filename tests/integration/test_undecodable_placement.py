@@ -24,6 +24,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.store import Store, Undecodable
 from services.executor.__main__ import execution_clients
 from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
+from tests.background import in_background
 from tests.integration.test_executor_execution import deployment, join
 from tests.sim_fixtures import StartSim
 
@@ -52,12 +53,10 @@ async def executor(store: Store) -> AsyncIterator[ExecutorControllers]:
     clients = execution_clients(store, manager)
     ExecutionManager(store, RealClock(), clients.get, lambda c: c.spec.sync_mode != "Pull", manager=manager)
     controllers = ExecutorControllers(store, RealClock(), ExecutorConfig(workers=2), manager=manager)
-    task = asyncio.create_task(manager.run())
     try:
-        yield controllers
+        async with in_background(manager.run()):
+            yield controllers
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
         await clients.close()
 
 

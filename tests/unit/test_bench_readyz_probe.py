@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from flotilla.plane.benchmarks.readyz_probe import Probed, Target, probe, report
+from tests.http_serving import serving
 
 
 class Members:
@@ -38,18 +39,12 @@ async def members() -> AsyncIterator[Members]:
     served = Members()
     app = web.Application()
     app.router.add_get("/{member}/readyz", served.readyz)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    served.targets = {name: (f"http://127.0.0.1:{port}/{name}", "token", None)
-                      for name in ("member1", "member2", "member3")}
-    try:
-        yield served
-    finally:
-        served.hold.set()
-        await runner.cleanup()
+    async with serving(app) as url:
+        served.targets = {name: (f"{url}/{name}", "token", None) for name in ("member1", "member2", "member3")}
+        try:
+            yield served
+        finally:
+            served.hold.set()
 
 
 async def test_a_probe_that_times_out_counts_at_the_timeout_per_member(members: Members) -> None:

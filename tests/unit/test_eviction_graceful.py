@@ -10,15 +10,12 @@ from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 from google.protobuf.message import Message
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
 from flotilla.aio.clock import FakeClock, RealClock
 from flotilla.api import codec, registry
 from flotilla.api.conditions import get_condition, set_condition
-from flotilla.api.v1 import core_pb2, work_pb2
+from flotilla.api.v1 import core_pb2, meta_pb2, work_pb2
 from flotilla.api.wellknown import TRACEPARENT_ANNOTATION
 from flotilla.runtime.tracecontext import FAILOVER_RTO_SECONDS, traceparent
 from flotilla.store import MemoryStore
@@ -33,16 +30,19 @@ from services.eviction.graceful import (
 )
 from tests.eviction_support import aggregated_for_this_generation, others_catch_up
 from tests.factories import make_cluster
+from tests.tracing_support import recording_tracer
 from tests.unit.cache_fake import Cache
 from tests.watching import Watch
 
 KEY = "default/nginx-deployment"
 
 
-def deployment() -> object:
-    return codec.from_dict({"apiVersion": "apps/v1", "kind": "Deployment",
-                            "metadata": {"name": "nginx", "namespace": "default"},
-                            "spec": {"replicas": 3}})
+def deployment() -> meta_pb2.Unstructured:
+    template = codec.from_dict({"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "nginx", "namespace": "default"},
+                                "spec": {"replicas": 3}})
+    assert isinstance(template, meta_pb2.Unstructured)
+    return template
 
 
 def binding(clusters: dict[str, int], tasks: list[str], **task_fields: object) -> work_pb2.ResourceBinding:
@@ -225,10 +225,7 @@ def test_the_last_binding_of_a_failover_closes_it_with_the_whole_rto() -> None:
     """Two bindings evicted from member1 in one trace: the first drop leaves the failover open,
     the second closes it with a span from member1 leaving Ready to now."""
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
+    tracer, exporter = recording_tracer()
     root = tracer.start_span("cluster.unhealthy")
     root.end()
     clock = FakeClock(start=RealClock().now().replace(microsecond=0))

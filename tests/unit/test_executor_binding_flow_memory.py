@@ -22,6 +22,7 @@ from flotilla.store.informer import Informer
 from services.executor.binding_controller import DIRECTLY_REQUEUE_SECONDS
 from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from services.executor.works import DIRECTLY_PURGE_ANNOTATION
+from tests.background import in_background
 from tests.factories import EXAMPLES_DIR, make_cluster
 from tests.watching import Watch
 
@@ -31,8 +32,9 @@ WORK_NAME = keys.work_name("default", "nginx", "Deployment")
 
 
 def seed() -> tuple[Any, Any]:
-    template, policy = (codec.from_dict(d) for d in
-                        codec.load_yaml_documents((EXAMPLES_DIR / "nginx-divided.yaml").read_text()))
+    documents: list[Any] = [codec.from_dict(d) for d in
+                            codec.load_yaml_documents((EXAMPLES_DIR / "nginx-divided.yaml").read_text())]
+    template, policy = documents
     # As admission stamps it.
     policy.metadata.labels["propagationpolicy.karmada.io/permanent-id"] = POLICY_ID
     return template, policy
@@ -42,29 +44,22 @@ def seed() -> tuple[Any, Any]:
 async def running(store: ObjectStore, clock: Clock | None = None,
                   config: ExecutorConfig | None = None) -> AsyncIterator[ExecutorControllers]:
     controllers = ExecutorControllers(store, clock or RealClock(), config)
-    task = asyncio.create_task(controllers.run())
-    try:
+    async with in_background(controllers.run()):
         yield controllers
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 @contextlib.asynccontextmanager
-async def watching(store: ObjectStore, rt: registry.ResourceType) -> AsyncIterator[Watch]:
+async def watching(store: ObjectStore, rt: registry.ResourceType[Any]) -> AsyncIterator[Watch]:
     informer = Informer(store, rt)
     watch = Watch(informer)
-    task = asyncio.create_task(informer.run())
-    await informer.wait_synced()
-    try:
+    async with in_background(informer.run()):
+        await informer.wait_synced()
         yield watch
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 def manifest(work: work_pb2.Work) -> dict[str, Any]:
-    return json.loads(work.spec.workload.manifests[0])
+    body: dict[str, Any] = json.loads(work.spec.workload.manifests[0])
+    return body
 
 
 def work_in(watch: Watch, cluster: str, name: str = WORK_NAME) -> work_pb2.Work | None:
@@ -72,7 +67,7 @@ def work_in(watch: Watch, cluster: str, name: str = WORK_NAME) -> work_pb2.Work 
 
 
 async def schedule(store: ObjectStore, namespace: str, name: str, clusters: list[tuple[str, int]],
-                   rt: registry.ResourceType = registry.RESOURCE_BINDING) -> None:
+                   rt: registry.ResourceType[Any] = registry.RESOURCE_BINDING) -> None:
     """What the scheduler writes: spec.clusters, then lastScheduledTime."""
 
     def place(binding: Any) -> None:

@@ -8,8 +8,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flotilla.api.conditions import FALSE, set_condition
@@ -19,6 +17,7 @@ from flotilla.runtime.tracecontext import traceparent
 from services.eviction import recovery
 from services.executor import execution
 from services.taint_manager import cluster_taints
+from tests.tracing_support import recording_tracer
 
 T = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -26,17 +25,13 @@ T = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InMemorySpanExporter, str, int]]:
     """The exporter, a traceparent to stamp, and its trace id."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
+    tracer, exporter = recording_tracer()
     for module in (cluster_taints, recovery, execution):
         monkeypatch.setattr(module, "_tracer", tracer)
     root = tracer.start_span("cluster.unhealthy")
     root.end()
     exporter.clear()
     yield exporter, traceparent(root), root.get_span_context().trace_id
-    provider.shutdown()
 
 
 def attributes(exporter: InMemorySpanExporter) -> list[dict[str, Any]]:

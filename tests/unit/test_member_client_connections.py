@@ -13,6 +13,7 @@ from aiohttp import web
 from flotilla.member import MemberClient
 from flotilla.member.client import _REQUESTS
 from flotilla.member.credentials import Credentials
+from tests.http_serving import serving
 
 
 class Server:
@@ -39,16 +40,11 @@ async def server() -> AsyncIterator[tuple[Server, str]]:
     state = Server()
     app = web.Application()
     app.router.add_get("/version", state.version)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield state, f"http://127.0.0.1:{port}"
-    finally:
-        state.release.set()
-        await runner.cleanup()
+    async with serving(app) as url:
+        try:
+            yield state, url
+        finally:
+            state.release.set()
 
 
 async def test_concurrent_requests_share_a_few_connections(server: tuple[Server, str]) -> None:

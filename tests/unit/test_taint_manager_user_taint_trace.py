@@ -3,12 +3,7 @@ every binding it evicts joins it, and the Cluster is stamped with it for the lat
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
-
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flotilla.aio.clock import RealClock
 from flotilla.api import registry
@@ -19,8 +14,10 @@ from services.taint_manager.cluster_taints import TaintConfig
 from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig, user_taint_signature
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
+from tests.background import in_background
 from tests.factories import make_cluster
 from tests.taint_support import make_binding, ready_cluster
+from tests.tracing_support import recording_tracer
 from tests.watching import Watch
 
 
@@ -39,9 +36,7 @@ def test_only_a_users_no_execute_taint_on_a_ready_cluster_has_a_signature() -> N
 
 
 async def test_every_binding_a_user_taint_evicts_is_in_its_one_trace(store: MemoryStore) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer, exporter = recording_tracer()
     clock = RealClock()
     for name in ("member1", "member2"):
         await ready_cluster(store, name)
@@ -49,10 +44,10 @@ async def test_every_binding_a_user_taint_evicts_is_in_its_one_trace(store: Memo
         await store.create(make_binding(i))
     manager = TaintManager(store, clock, EvictionProtection(clock, ProtectionConfig()),
                            TaintConfig(failover_gate=True, eviction_timeout=timedelta(minutes=5)),
-                           EvictorConfig(), tracer=provider.get_tracer("test"))
-    task = asyncio.create_task(manager.run())
-    try:
-        for informer in (manager.clusters, *manager.bindings.values()):
+                           EvictorConfig(), tracer=tracer)
+    async with in_background(manager.run()):
+        await manager.clusters.wait_synced()
+        for informer in manager.bindings.values():
             await informer.wait_synced()
 
         def taint(obj: cluster_pb2.Cluster) -> None:
@@ -69,13 +64,9 @@ async def test_every_binding_a_user_taint_evicts_is_in_its_one_trace(store: Memo
                        for b in manager.bindings["ResourceBinding"].list())
 
         await Watch(manager.bindings["ResourceBinding"]).until(evicted)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
     spans = exporter.get_finished_spans()
     [opened] = [s for s in spans if s.name == "cluster.tainted"]
     evicts = [s for s in spans if s.name == "binding.evict"]
     assert len({dict(s.attributes or {})["flotilla.binding"] for s in evicts}) == 5
     assert {s.context.trace_id for s in evicts} == {opened.context.trace_id}
     assert dict(opened.attributes or {})["flotilla.step"] == "detect"
-    provider.shutdown()

@@ -11,9 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from flotilla.aio.clock import FakeClock
@@ -41,6 +39,7 @@ from services.taint_manager import cluster_taints
 from services.taint_manager.evictor import BindingEvictionReconciler
 from services.taint_manager.taint_times import TaintTimes
 from tests.factories import make_cluster
+from tests.tracing_support import recording_provider, recording_tracer
 from tests.unit.cache_fake import Cache
 from tests.unit.test_cli_trace import FAILOVER, span
 from tests.unit.test_eviction_graceful import binding
@@ -69,12 +68,9 @@ class Fixed:
 
 @pytest.fixture
 def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "flotilla-test"}))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter = recording_provider("flotilla-test")
     monkeypatch.setattr(cluster_taints, "_tracer", provider.get_tracer("taints"))
     yield provider, exporter
-    provider.shutdown()
 
 
 def as_cli(spans: tuple[ReadableSpan, ...]) -> list[cli.Span]:
@@ -180,10 +176,7 @@ async def test_the_status_service_stamps_when_it_published_not_ready(
 
 
 def test_the_failover_closes_from_where_the_status_service_saw_the_cluster_leave_ready() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("eviction")
+    tracer, exporter = recording_tracer("eviction")
     root = tracer.start_span("cluster.unhealthy")
     root.end()
     clock = FakeClock(DETECTED + timedelta(seconds=10))
@@ -200,4 +193,3 @@ def test_the_failover_closes_from_where_the_status_service_saw_the_cluster_leave
     [closed] = exporter.get_finished_spans()
     assert closed.start_time == span_ns(DETECTED)  # not the second lastTransitionTime keeps
     assert dict(closed.attributes or {})[FAILOVER_RTO_SECONDS] == 10.0
-    provider.shutdown()
