@@ -14,19 +14,20 @@ simulated member's kubeconfig, templates applied and deleted with flotillactl.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from flotilla.api import keys, registry
 from flotilla.api.conditions import get_condition
 from flotilla.api.v1 import work_pb2
-from tests.e2e.failover_support import Plane, eventually, history, placed, started_plane
+from tests.e2e.failover_support import History, Plane, eventually, history, placed, started_plane
 from tests.factories import EXAMPLES_DIR
 
 KUBECTL = shutil.which("kubectl")
@@ -83,6 +84,37 @@ class Kubectl:
         return found
 
 
+async def made_foreign(plane: Plane, tmp_path: Path, cluster: str, name: str) -> tuple[Kubectl, dict[str, Any]]:
+    """The real kubectl on `cluster`, and another team's Deployment `name` made there with it, as
+    it reads back."""
+    kubectl = Kubectl(plane, cluster, tmp_path / "home")
+    await kubectl.ok("create", "-f", "-", stdin=foreign(name))
+    before = await kubectl.deployment(name)
+    assert before is not None
+    return kubectl, before
+
+
+class OverForeign(NamedTuple):
+    kubectl: Kubectl  # on the member holding the foreign object
+    before: dict[str, Any]  # the foreign object as its team made it
+    path: str  # the file of the templates applied over it
+    rbs: History[work_pb2.ResourceBinding]
+    key: str  # the binding of the Deployment
+
+
+@contextlib.asynccontextmanager
+async def applied_over(plane: Plane, tmp_path: Path, cluster: str, name: str,
+                       templates: str) -> AsyncIterator[OverForeign]:
+    """Another team's Deployment `name` made on `cluster`, then `templates`, which propagate a
+    Deployment of that name, applied with flotillactl while the bindings are watched."""
+    kubectl, before = await made_foreign(plane, tmp_path, cluster, name)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(templates)
+    async with history(plane, registry.RESOURCE_BINDING) as rbs:
+        await plane.ok("apply", "-f", str(path))
+        yield OverForeign(kubectl, before, str(path), rbs, f"default/{name}-deployment")
+
+
 def image(obj: dict[str, Any]) -> str:
     return str(obj["spec"]["template"]["spec"]["containers"][0]["image"])
 
@@ -123,10 +155,7 @@ def applied(work: work_pb2.Work | None) -> tuple[str, str, str] | None:
 async def test_abort_leaves_another_teams_object_alone_and_deleting_the_template_keeps_it(
     plane: Plane, tmp_path: Path
 ) -> None:
-    kubectl = Kubectl(plane, "member2", tmp_path / "home")
-    await kubectl.ok("create", "-f", "-", stdin=foreign("nginx"))
-    before = await kubectl.deployment("nginx")
-    assert before is not None
+    kubectl, before = await made_foreign(plane, tmp_path, "member2", "nginx")
     key, path = "default/nginx-deployment", str(EXAMPLES_DIR / "nginx-divided.yaml")
     async with history(plane, registry.RESOURCE_BINDING) as rbs, history(plane, registry.WORK) as works:
         await plane.ok("apply", "-f", path)
@@ -134,7 +163,7 @@ async def test_abort_leaves_another_teams_object_alone_and_deleting_the_template
                         and (i := item(rbs.get(key), "member1")) is not None and i.applied, 90,
                         "member1 applied and member2's conflict in the aggregated status")
         binding = rbs.get(key)
-        assert placed(binding) == [("member1", 1), ("member2", 2)]
+        assert binding is not None and placed(binding) == [("member1", 1), ("member2", 2)]
         fully = get_condition(binding.status.conditions, "FullyApplied")
         assert fully is not None and fully.status == "False"
         status, reason, message = applied(works.get(work_key("member2", "nginx"))) or ("", "", "")
@@ -199,27 +228,19 @@ spec:
 
 
 async def test_overwrite_takes_the_object_over_and_then_it_is_flotillas(plane: Plane, tmp_path: Path) -> None:
-    kubectl = Kubectl(plane, "member2", tmp_path / "home")
-    await kubectl.ok("create", "-f", "-", stdin=foreign("adopted"))
-    before = await kubectl.deployment("adopted")
-    assert before is not None
-    key = "default/adopted-deployment"
-    manifest = tmp_path / "adopted.yaml"
-    manifest.write_text(OVERWRITTEN)
-    async with history(plane, registry.RESOURCE_BINDING) as rbs:
-        await plane.ok("apply", "-f", str(manifest))
+    async with applied_over(plane, tmp_path, "member2", "adopted", OVERWRITTEN) as (kubectl, before, path, rbs, key):
         await rbs.until(lambda: (i := item(rbs.get(key), "member2")) is not None and i.applied
                         and i.health == "Healthy", 90, "adopted applied and Healthy on member2")
         taken = await kubectl.deployment("adopted")
         assert taken is not None
         assert taken["metadata"]["uid"] == before["metadata"]["uid"]  # the same object, taken over
         assert (taken["spec"]["replicas"], image(taken)) == (2, "nginx")
-        labels = taken["metadata"]["labels"]
+        labels, binding = taken["metadata"]["labels"], rbs.get(key)
         assert labels["karmada.io/managed"] == "true"
-        assert labels["resourcebinding.karmada.io/permanent-id"] == \
-            rbs.get(key).metadata.labels["resourcebinding.karmada.io/permanent-id"]
+        assert binding is not None and labels["resourcebinding.karmada.io/permanent-id"] == \
+            binding.metadata.labels["resourcebinding.karmada.io/permanent-id"]
 
-        await plane.ok("delete", "-f", str(manifest))
+        await plane.ok("delete", "-f", path)
 
         async def gone() -> bool:
             return await kubectl.deployment("adopted") is None
@@ -268,15 +289,7 @@ spec:
 
 
 async def test_a_failover_onto_a_foreign_object_does_not_overwrite_it(plane: Plane, tmp_path: Path) -> None:
-    kubectl = Kubectl(plane, "member3", tmp_path / "home")
-    await kubectl.ok("create", "-f", "-", stdin=foreign("standby"))
-    before = await kubectl.deployment("standby")
-    assert before is not None
-    key = "default/standby-deployment"
-    manifest = tmp_path / "standby.yaml"
-    manifest.write_text(STANDBY)
-    async with history(plane, registry.RESOURCE_BINDING) as rbs:
-        await plane.ok("apply", "-f", str(manifest))
+    async with applied_over(plane, tmp_path, "member3", "standby", STANDBY) as (kubectl, before, path, rbs, key):
         await rbs.until(lambda: placed(rbs.get(key)) == [("member1", 2)]
                         and (i := item(rbs.get(key), "member1")) is not None and i.health == "Healthy", 90,
                         "standby Healthy on member1")
@@ -289,6 +302,6 @@ async def test_a_failover_onto_a_foreign_object_does_not_overwrite_it(plane: Pla
             untouched(before, await kubectl.deployment("standby"))
         finally:
             await plane.fault("member1", "recover")
-        await plane.ok("delete", "-f", str(manifest))
+        await plane.ok("delete", "-f", path)
         await rbs.until(lambda: rbs.get(key) is None, 120, "the binding gone")
     untouched(before, await kubectl.deployment("standby"))

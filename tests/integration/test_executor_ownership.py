@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
@@ -25,13 +26,14 @@ from flotilla.store.events import EventRecorder, events_for
 from services.executor.controllers import ExecutionManager
 from sim import SimServer
 from tests.integration.test_executor_execution import executing as executing_works
-from tests.integration.test_executor_execution import join, set_ready
+from tests.integration.test_executor_execution import held, join, set_ready
 from tests.sim_fixtures import KubeHttp, StartSim
 from tests.watching import Watch
 
 BINDING_ID = "5b0c1f9e-7d7a-4c1e-9a57-2f1ed0a4c001"
 WORK_NAME = "nginx-687f7fb96f"
-KEY = f"{execution_namespace('member1')}/{WORK_NAME}"
+NAMESPACE = execution_namespace("member1")
+KEY = f"{NAMESPACE}/{WORK_NAME}"
 
 
 def deployment(replicas: int, image: str, labels: dict[str, str],
@@ -57,7 +59,7 @@ def ours(resolution: str = "abort") -> dict[str, Any]:
 
 async def create_work(store: Store, manifest: dict[str, Any]) -> None:
     work = work_pb2.Work(api_version="work.karmada.io/v1alpha1", kind="Work")
-    work.metadata.name, work.metadata.namespace = WORK_NAME, execution_namespace("member1")
+    work.metadata.name, work.metadata.namespace = WORK_NAME, NAMESPACE
     work.metadata.finalizers.append(EXECUTION_FINALIZER)
     work.spec.workload.manifests.append(codec.raw_json(manifest))
     await store.create(work)
@@ -92,6 +94,38 @@ async def executing(store: Store, wrap: Callable[[MemberClient], MemberClient] |
         yield manager
 
 
+@contextlib.asynccontextmanager
+async def applied_work(store: Store, resolution: str = "abort", status: str = "True",
+                       wrap: Callable[[MemberClient], MemberClient] | None = None,
+                       also: Callable[[work_pb2.Work], bool] = lambda _: True,
+                       ) -> AsyncIterator[tuple[ExecutionManager, Watch]]:
+    """The Work of `ours(resolution)` made and executed, once its Applied condition reads
+    `status` (and `also` holds of the Work); the executor and a watch of its Works."""
+    await create_work(store, ours(resolution))
+    async with executing(store, wrap) as manager:
+        watch = Watch(manager.works)
+        await watch.until(lambda: (applied(manager) or ("",))[0] == status and also(held(manager.works, KEY)))
+        yield manager, watch
+
+
+def failed_deletes() -> float:
+    """The executor's count of member1's nginx Deployment deletes that failed (each a try of the
+    Work's deletion, retried with backoff)."""
+    return REGISTRY.get_sample_value("flotilla_delete_resource_from_cluster_total", {
+        "result": "error", "apiversion": "apps/v1", "kind": "Deployment", "member_cluster": "member1"}) or 0.0
+
+
+async def polled(predicate: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Until `predicate()` holds, within `timeout` seconds; looked at every 20 ms, for what it
+    reads (a metric) wakes nothing up."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"not within {timeout} s: {what}") from None
+
+
 @dataclass
 class Member1:
     """A simulated member1, joined to the plane: its server, a client and raw HTTPS to it."""
@@ -113,10 +147,7 @@ async def test_abort_leaves_a_foreign_object_alone_reports_it_and_does_not_delet
         store: Store, member1: Member1) -> None:
     member = member1.client
     before = await create_foreign(member1.api)
-    await create_work(store, ours())
-    async with executing(store) as manager:
-        watch = Watch(manager.works)
-        await watch.until(lambda: (applied(manager) or ("",))[0] == "False")
+    async with applied_work(store, status="False") as (manager, watch):
         _, reason, message = applied(manager)  # type: ignore[misc]
         assert reason == "AppliedFailed"
         assert message == (
@@ -139,7 +170,7 @@ async def test_abort_leaves_a_foreign_object_alone_reports_it_and_does_not_delet
             assert event.type == "Warning" and "already exists in the cluster member1" in event.message, event
 
         # The Work goes; the object it never owned stays.
-        await store.delete(registry.WORK, *KEY.split("/"))
+        await store.delete(registry.WORK, NAMESPACE, WORK_NAME)
         await watch.until(lambda: manager.works.get(KEY) is None)
         left = await member.get("apps/v1", "Deployment", "default", "nginx")
         assert left is not None and left["metadata"]["uid"] == before["metadata"]["uid"]
@@ -150,10 +181,7 @@ async def test_overwrite_takes_a_foreign_object_over_and_then_it_is_flotillas(
         store: Store, member1: Member1) -> None:
     member = member1.client
     before = await create_foreign(member1.api)
-    await create_work(store, ours("overwrite"))
-    async with executing(store) as manager:
-        watch = Watch(manager.works)
-        await watch.until(lambda: (applied(manager) or ("",))[0] == "True")
+    async with applied_work(store, "overwrite") as (manager, watch):
         taken = await member.get("apps/v1", "Deployment", "default", "nginx")
         assert taken is not None and taken["metadata"]["uid"] == before["metadata"]["uid"]  # the same object
         assert taken["spec"]["replicas"] == 2
@@ -163,7 +191,7 @@ async def test_overwrite_takes_a_foreign_object_over_and_then_it_is_flotillas(
         assert annotations["work.karmada.io/name"] == WORK_NAME
 
         # Flotilla's from then on: deleting the Work deletes it.
-        await store.delete(registry.WORK, *KEY.split("/"))
+        await store.delete(registry.WORK, NAMESPACE, WORK_NAME)
         await watch.until(lambda: manager.works.get(KEY) is None)
         assert await member.get("apps/v1", "Deployment", "default", "nginx") is None
 
@@ -189,7 +217,6 @@ class ReplacedBeforeDelete(MemberClient):
 async def test_an_object_replaced_between_the_read_and_the_delete_is_not_deleted(
         store: Store, member1: Member1) -> None:
     member = member1.client
-    await create_work(store, ours())
     wrapped: list[ReplacedBeforeDelete] = []
 
     def wrap(client: MemberClient) -> MemberClient:
@@ -197,10 +224,8 @@ async def test_an_object_replaced_between_the_read_and_the_delete_is_not_deleted
             wrapped.append(ReplacedBeforeDelete(client, member1.api))
         return wrapped[0]
 
-    async with executing(store, wrap) as manager:
-        watch = Watch(manager.works)
-        await watch.until(lambda: (applied(manager) or ("",))[0] == "True")
-        await store.delete(registry.WORK, *KEY.split("/"))
+    async with applied_work(store, wrap=wrap) as (manager, watch):
+        await store.delete(registry.WORK, NAMESPACE, WORK_NAME)
         await watch.until(lambda: manager.works.get(KEY) is None)
     assert wrapped[0].replaced
     left = await member.get("apps/v1", "Deployment", "default", "nginx")
@@ -212,17 +237,19 @@ async def test_an_object_replaced_between_the_read_and_the_delete_is_not_deleted
 async def test_an_object_that_cannot_be_read_is_not_taken_for_absent(
         store: Store, member1: Member1) -> None:
     member = member1.client
-    await create_work(store, ours())
-    async with executing(store) as manager:
-        watch = Watch(manager.works)
-        await watch.until(lambda: (applied(manager) or ("",))[0] == "True")
+    async with applied_work(store) as (manager, watch):
         # The member stops answering while the plane still holds it Ready: the Work's deletion
         # cannot read the object, and must wait rather than release the Work.
         member1.server.cluster("member1").set_fault("down")
-        await store.delete(registry.WORK, *KEY.split("/"))
-        await watch.until(lambda: manager.works.get(KEY).metadata.HasField("deletion_timestamp"))
-        await asyncio.sleep(1.5)  # several of the delete's retries: the Work must still be held
-        assert EXECUTION_FINALIZER in manager.works.get(KEY).metadata.finalizers
+        failed = failed_deletes()
+        await store.delete(registry.WORK, NAMESPACE, WORK_NAME)
+        await watch.until(lambda: held(manager.works, KEY).metadata.HasField("deletion_timestamp"))
+        # Several tries of the deletion fail, the object unreadable: the Work must still be held
+        # (a Work let go ends the wait at once, and fails below or in `held`).
+        await polled(lambda: failed_deletes() >= failed + 3
+                     or EXECUTION_FINALIZER not in held(manager.works, KEY).metadata.finalizers,
+                     "three failed tries of the Work's deletion")
+        assert EXECUTION_FINALIZER in held(manager.works, KEY).metadata.finalizers
         member1.server.cluster("member1").set_fault("recover")
         await set_ready(store, "member1", "True")
         await watch.until(lambda: manager.works.get(KEY) is None, timeout=30)
@@ -232,11 +259,7 @@ async def test_an_object_that_cannot_be_read_is_not_taken_for_absent(
 async def test_an_object_no_longer_flotillas_is_not_reported_as_the_works_and_is_left_alone(
         store: Store, member1: Member1) -> None:
     member = member1.client
-    await create_work(store, ours())
-    async with executing(store) as manager:
-        watch = Watch(manager.works)
-        await watch.until(lambda: (applied(manager) or ("",))[0] == "True"
-                          and bool(manager.works.get(KEY).status.manifest_statuses))
+    async with applied_work(store, also=lambda work: bool(work.status.manifest_statuses)) as (manager, watch):
         # Another team takes the object: Flotilla's marks removed from it in place.
         api = member1.api
         taken = await api.ok("PATCH", "/apis/apps/v1/namespaces/default/deployments/nginx",
@@ -244,7 +267,7 @@ async def test_an_object_no_longer_flotillas_is_not_reported_as_the_works_and_is
                              content_type="application/merge-patch+json")
         refused = "Flotilla will not manage this resource"
         await watch.until(lambda: (applied(manager) or ("", "", ""))[2].endswith(refused))
-        assert not manager.works.get(KEY).status.manifest_statuses  # its status is not the Work's
+        assert not held(manager.works, KEY).status.manifest_statuses  # its status is not the Work's
         left = await member.get("apps/v1", "Deployment", "default", "nginx")
         assert left is not None and left["metadata"]["labels"] == taken["metadata"]["labels"]
         assert left["metadata"]["generation"] == taken["metadata"]["generation"]  # not applied over
