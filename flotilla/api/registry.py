@@ -158,7 +158,7 @@ CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
 )
 
 # Templates users name on the command line (`get deployments`, `get deploy`),
-# with kubectl's short names. Irregular plurals (Endpoints) are spelled out.
+# with kubectl's short names. Irregular plurals are spelled out.
 _WELL_KNOWN_TEMPLATES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("apps/v1", "Deployment", ("deploy",), ""),
     ("apps/v1", "StatefulSet", ("sts",), ""),
@@ -175,6 +175,7 @@ _WELL_KNOWN_TEMPLATES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("v1", "PersistentVolume", ("pv",), ""),
     ("v1", "Namespace", ("ns",), ""),
     ("v1", "Node", ("no",), ""),
+    # Kubernetes' Endpoints: named so that it is refused (RESERVED_RESOURCES), not stored as "endpointses".
     ("v1", "Endpoints", ("ep",), "endpoints"),
     ("networking.k8s.io/v1", "Ingress", ("ing",), ""),
     ("networking.k8s.io/v1", "NetworkPolicy", ("netpol",), ""),
@@ -225,6 +226,9 @@ WELL_KNOWN_TEMPLATES: tuple[ResourceType[meta_pb2.Unstructured], ...] = tuple(
     template_type(api_version, kind, plural, short) for api_version, kind, short, plural in _WELL_KNOWN_TEMPLATES
 )
 
+# The etcd key segments under /flotilla/ that are Flotilla's own: each built-in's, and the service
+# endpoint registry's and the leader elections' (flotilla.store.endpoints, flotilla.store.leader).
+RESERVED_RESOURCES: frozenset[str] = frozenset({rt.resource for rt in BUILTINS} | {"endpoints", "election"})
 _BY_KIND: dict[tuple[str, str], ResourceType[Any]] = {(rt.api_version, rt.kind): rt for rt in BUILTINS}
 _BUILTIN_GROUP_KINDS: dict[tuple[str, str], ResourceType[Any]] = {(rt.group, rt.kind): rt for rt in BUILTINS}
 _BY_MESSAGE: dict[type[Message], ResourceType[Any]] = {rt.message: rt for rt in BUILTINS}
@@ -240,7 +244,9 @@ def _names(rt: ResourceType[Any]) -> set[str]:
 def _index() -> dict[str, ResourceType[Any]]:
     index: dict[str, ResourceType[Any]] = {}
     # Built-ins last so that they win any clash with a template's name.
-    for rt in (*WELL_KNOWN_TEMPLATES, *BUILTINS):
+    # A template stored where Flotilla keeps its own (Endpoints) is no resource one can name.
+    held = [rt for rt in WELL_KNOWN_TEMPLATES if rt.resource not in RESERVED_RESOURCES]
+    for rt in (*held, *BUILTINS):
         for name in _names(rt):
             index[name] = rt
     return index
@@ -278,10 +284,15 @@ def for_kind(api_version: str, kind: str) -> ResourceType[Any]:
     builtin = _BUILTIN_GROUP_KINDS.get((group, kind))
     if builtin is not None:
         raise UnknownResourceError(f'{kind} is served at apiVersion "{builtin.api_version}", not "{api_version}"')
-    for rt in WELL_KNOWN_TEMPLATES:
-        if rt.api_version == api_version and rt.kind == kind:
-            return rt
-    return template_type(api_version, kind)
+    rt = next((t for t in WELL_KNOWN_TEMPLATES if t.api_version == api_version and t.kind == kind), None) \
+        or template_type(api_version, kind)
+    if rt.resource in RESERVED_RESOURCES:
+        # A core-group template is stored under its bare plural, as Kubernetes stores it: one
+        # named like Flotilla's own would be read and overwritten as them, without their checks.
+        raise UnknownResourceError(
+            f'{kind} of apiVersion "{api_version}" would be stored as "{rt.resource}", where Flotilla keeps its '
+            f"own; it is not a kind Flotilla can hold")
+    return rt
 
 
 def for_message(message_cls: type[M]) -> ResourceType[M]:

@@ -95,7 +95,6 @@ def test_execution_namespace() -> None:
         ("deployments.apps", "Deployment"),
         ("sts", "StatefulSet"),
         ("cm", "ConfigMap"),
-        ("endpoints", "Endpoints"),
     ],
 )
 def test_lookup(name: str, kind: str) -> None:
@@ -180,7 +179,6 @@ def test_for_kind_rejects_builtin_kind_at_other_version() -> None:
         ("flink.apache.org/v1beta1", "FlinkDeployment", "flinkdeployments", "flinkdeployments.flink.apache.org", True),
         ("example.com/v1", "Policy", "policies", "policies.example.com", True),
         ("gateway.networking.k8s.io/v1", "Gateway", "gateways", "gateways.gateway.networking.k8s.io", True),
-        ("v1", "Endpoints", "endpoints", "endpoints", True),
     ],
 )
 def test_for_kind_templates(api_version: str, kind: str, plural: str, resource: str, namespaced: bool) -> None:
@@ -210,3 +208,23 @@ def test_plural_of(kind: str, plural: str) -> None:
 def test_resources_are_unique() -> None:
     resources = [rt.resource for rt in (*registry.BUILTINS, *registry.WELL_KNOWN_TEMPLATES)]
     assert len(resources) == len(set(resources))
+
+
+@pytest.mark.parametrize(("api_version", "kind"), [("v1", "Work"), ("v1", "Lease"), ("v1", "Endpoints"),
+                                                   ("v1", "Endpoint"), ("v1", "Cluster")])
+def test_a_core_kind_stored_where_flotilla_keeps_its_own_is_refused(api_version: str, kind: str) -> None:
+    with pytest.raises(registry.UnknownResourceError, match="where Flotilla keeps its own"):
+        registry.for_kind(api_version, kind)
+
+
+def test_the_reserved_segments_are_every_prefix_flotilla_writes() -> None:
+    from flotilla.store.endpoints import ENDPOINTS_PREFIX
+    from flotilla.store.leader import ELECTION_PREFIX
+    for prefix in (ENDPOINTS_PREFIX, ELECTION_PREFIX):
+        assert prefix.removeprefix("/flotilla/").strip("/") in registry.RESERVED_RESOURCES
+
+
+def test_a_reserved_template_cannot_be_named_either() -> None:
+    # `flotillactl get endpoints` would otherwise list the service endpoint registry.
+    with pytest.raises(registry.UnknownResourceError):
+        registry.lookup("endpoints")
