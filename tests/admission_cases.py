@@ -362,6 +362,17 @@ INVALID_CASES: list[tuple[str, str, str, str]] = [
         'unsupported value "Poll"',
     ),
     ("cluster-name", _broken(CLUSTER, "name: member1", "name: Member1"), "metadata.name", "RFC 1123 label"),
+    # A member's token goes only over TLS, and only the one kept for the cluster.
+    ("cluster-plain-endpoint", _broken(CLUSTER, "https://172.23.0.7:6443", "http://172.23.0.7:6443"),
+     "spec.apiEndpoint", "https://"),
+    ("cluster-endpoint-without-host", _broken(CLUSTER, "https://172.23.0.7:6443", "https:///x"),
+     "spec.apiEndpoint", "with a host"),
+    ("cluster-other-secret", _broken(CLUSTER, "  syncMode: Push\n",
+                                     "  syncMode: Push\n  secretRef:\n    namespace: karmada-cluster\n"
+                                     "    name: member2\n"), "spec.secretRef", "karmada-cluster/member1"),
+    ("cluster-secret-elsewhere", _broken(CLUSTER, "  syncMode: Push\n",
+                                         "  syncMode: Push\n  secretRef:\n    namespace: default\n"
+                                         "    name: member1\n"), "spec.secretRef", "the Secret kept for"),
     # -- tolerations (PP and CPP share the rules) ---------------------------------------------
     (
         "toleration-operator-lt",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import calendar
 from collections.abc import Iterator, MutableSequence, Sequence
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 from flotilla.api.codec import FieldError
 from flotilla.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE
 from flotilla.api.v1.cluster_pb2 import Cluster
 from flotilla.api.v1.meta_pb2 import Taint
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from services.webhook.rules import names
 from services.webhook.rules.fields import check, child, index, required, unsupported
 
@@ -72,6 +74,26 @@ def validate_cluster(cluster: Cluster) -> Iterator[FieldError]:
     elif cluster.spec.sync_mode not in SYNC_MODES:
         yield unsupported(child(spec_path, "syncMode"), cluster.spec.sync_mode, SYNC_MODES)
     yield from validate_cluster_taints(cluster.spec.taints, child(spec_path, "taints"))
+    yield from validate_credentials(cluster)
+
+
+def validate_credentials(cluster: Cluster) -> Iterator[FieldError]:
+    """Where the plane sends a member's bearer token: only over TLS, and only the token kept for
+    this cluster (the Secret `flotillactl join` and `karmadactl join` write, named for it), so
+    that whoever may write a Cluster cannot have another member's token sent to a host of theirs."""
+    spec = cluster.spec
+    if spec.api_endpoint:
+        url = urlsplit(spec.api_endpoint)
+        if url.scheme != "https" or not url.hostname:
+            yield FieldError("spec.apiEndpoint", f"must be an https:// URL with a host, not {spec.api_endpoint!r}")
+    for field, ref in (("secretRef", spec.secret_ref), ("impersonatorSecretRef", spec.impersonator_secret_ref)):
+        if not (ref.namespace or ref.name):
+            continue
+        expected = (CLUSTER_SECRET_NAMESPACE, cluster.metadata.name if field == "secretRef"
+                    else f"{cluster.metadata.name}-impersonator")
+        if (ref.namespace, ref.name) != expected:
+            yield FieldError(f"spec.{field}", f"must be {expected[0]}/{expected[1]}, the Secret kept for this "
+                                              f"cluster, not {ref.namespace}/{ref.name}")
 
 
 def validate_cluster_taints(taints: Sequence[Taint], path: str) -> Iterator[FieldError]:
