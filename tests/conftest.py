@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from flotilla.api.owners import SERVICES
 from flotilla.security.crypto import ENV_KEY_FILE, new_key_file
 from flotilla.security.rbac import MASTERS
 from flotilla.security.tls import TLSFiles, plane_certificates, process_env
@@ -45,7 +46,9 @@ class Security:
 def security(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Security]:
     pki = tmp_path_factory.mktemp("pki")
     # The tests call as an administrator (system:masters), as `flotilla up`'s admin certificate does.
-    certificates = plane_certificates(pki, ["etcd", "tester"], groups={"tester": [MASTERS]})
+    # Its certificate also serves every service a test starts.
+    certificates = plane_certificates(pki, ["etcd", "tester"], groups={"tester": [MASTERS]},
+                                      services={"tester": [*SERVICES, "sim"]})
     key_file = new_key_file(pki / "encryption-keys.yaml")
     with pytest.MonkeyPatch.context() as patch:
         for name, value in {**process_env(certificates["tester"]), ENV_KEY_FILE: str(key_file)}.items():

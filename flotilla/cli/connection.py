@@ -13,7 +13,7 @@ import grpc
 from flotilla.api.errors import UserError, short
 from flotilla.security.context import client_tls, resolve_endpoints
 from flotilla.security.crypto import configured_keys
-from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY, grpc_channel
+from flotilla.security.tls import grpc_channel, service_server_name
 from flotilla.store import Store, StoreError
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint
@@ -38,15 +38,17 @@ async def open_store(args: argparse.Namespace) -> AsyncIterator[Store]:
         await store.client.close()
 
 
-def service_channel(endpoint: Endpoint | str) -> grpc.aio.Channel:
-    """A channel to a registered service instance (mutual TLS when it registered so), or to an
-    address given by hand (TLS whenever a client certificate is configured)."""
-    if isinstance(endpoint, str):
-        return grpc_channel(endpoint, client_tls())
-    if endpoint.extra.get("tls") != "mutual":
-        return grpc_channel(endpoint.address, None)
+def service_channel(endpoint: Endpoint | str, service: str = "") -> grpc.aio.Channel:
+    """A channel to an instance of `service` (a registered endpoint's own service by default), or
+    to an address given by hand. With a client certificate configured the call is mutual TLS, and
+    the service's certificate must carry the service's server name (service_server_name): what an
+    endpoint record says gives only the address, so a record written by anyone else can neither
+    get a plaintext call nor one verified against a name of its choosing."""
+    address = endpoint if isinstance(endpoint, str) else endpoint.address
+    service = service or ("" if isinstance(endpoint, str) else endpoint.service)
     tls = client_tls()
     if tls is None:
-        raise UserError(f"{endpoint.service} at {endpoint.address} requires a client certificate: use the context "
-                       f"`flotilla up` records, or set {ENV_CA}, {ENV_CERT} and {ENV_KEY}")
-    return grpc_channel(endpoint.address, tls, endpoint.extra.get("tls_server_name", ""))
+        return grpc_channel(address, None)
+    if not service:
+        raise UserError(f"which service is at {address} is not known, so its certificate cannot be verified")
+    return grpc_channel(address, tls, service_server_name(service))

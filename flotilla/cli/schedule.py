@@ -165,7 +165,7 @@ async def call_scheduler(store: Store, method: Method[R], request: object) -> R:
         raise UserError(f"no scheduler service is registered in etcd at {store.endpoints} (is `flotilla up` running?)")
     tried = []
     for endpoint in found:
-        async with service_channel(endpoint) as channel:
+        async with service_channel(endpoint, "scheduler") as channel:
             try:
                 return await method(scheduler_pb2_grpc.SchedulerStub(channel))(request, timeout=TIMEOUT)
             except grpc.aio.AioRpcError as e:

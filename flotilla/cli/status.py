@@ -29,9 +29,10 @@ class InstanceStatus:
     reason: str = ""
 
 
-async def check_health(endpoint: Endpoint | str, timeout: float = 2.0) -> tuple[str, str]:
-    """The instance's health and, when it is not SERVING, the reason it gives."""
-    async with service_channel(endpoint) as channel:
+async def check_health(endpoint: Endpoint | str, service: str = "", timeout: float = 2.0) -> tuple[str, str]:
+    """The instance's health and, when it is not SERVING, the reason it gives (`service`: which
+    service an address given by hand is)."""
+    async with service_channel(endpoint, service) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         call = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
         try:

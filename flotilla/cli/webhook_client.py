@@ -51,7 +51,7 @@ class WebhookClient:
         """Call one RPC, trying each registered replica until one answers."""
         tried = []
         for address in await self.addresses():
-            async with service_channel(self._endpoints.get(address, address)) as channel:
+            async with service_channel(self._endpoints.get(address, address), "webhook") as channel:
                 try:
                     return await method(webhook_pb2_grpc.WebhookStub(channel))(request, timeout=TIMEOUT)
                 except grpc.aio.AioRpcError as e:

@@ -167,8 +167,11 @@ class LocalControlPlane:
             crypto.new_key_file(self.key_file)
         if not self.insecure:
             processes = [*SERVICES, *(f"agent-{m}" for m in self.member_names)]
-            names = ["etcd", "sim", *(i for name in processes for i in self.instances(name))]
-            self.certificates = tls.plane_certificates(self.data_dir / "pki", names, *(self.ca or ()))
+            serving = {i: [name] for name in processes for i in self.instances(name)}
+            names = ["etcd", "sim", *serving]
+            ca_cert, ca_key = self.ca or (None, None)
+            self.certificates = tls.plane_certificates(self.data_dir / "pki", names, ca_cert, ca_key,
+                                                       services=serving)
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
 
     def _service_args(self, service: str) -> list[str]:

@@ -35,7 +35,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.security.context import ContextError, etcd_client_tls, resolve_endpoints
 from flotilla.security.crypto import configured_keys
-from flotilla.security.tls import TLSError, TLSFiles, server_name
+from flotilla.security.tls import TLSError, TLSFiles
 from flotilla.store import Store, Unavailable
 from flotilla.store.connect import channel_target
 from flotilla.store.endpoints import Endpoint, Registration
@@ -227,8 +227,8 @@ class Runner:
                 metrics_port=self.metrics_port,
                 pid=os.getpid(),
                 started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                # How callers reach it: mutual TLS with a certificate of the plane's CA, or plain.
-                extra={"tls": "mutual", "tls_server_name": server_name(self.grpc_tls.cert)} if self.grpc_tls else {},
+                # Only where it is: how to call it (TLS, the name its certificate must carry) is
+                # the caller's configuration (flotilla.security.tls.service_server_name), never this record's.
             ),
             ttl=max(int(self.args.endpoint_ttl), 1),
         )

@@ -97,23 +97,19 @@ def is_tls_endpoint(endpoints: str) -> bool:
 
 def grpc_channel(address: str, tls: TLSFiles | None, server_name: str = "") -> grpc.aio.Channel:
     """A channel to a service: mutual TLS with `tls`, plain without. `server_name` is the name
-    its certificate must carry when that is not the address's host (a pod IP, say)."""
+    its certificate must carry when that is not the address's host (a pod IP, say): see
+    service_server_name."""
     if tls is None:
         return grpc.aio.insecure_channel(address)
     options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
     return grpc.aio.secure_channel(address, tls.channel_credentials(), options=options)
 
 
-def server_name(cert_path: str) -> str:
-    """The first DNS name a certificate is for ("" without one): what a service registers so
-    that callers reaching it at an address its certificate does not name can still verify it."""
-    cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
-    try:
-        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return ""
-    dns = names.get_values_for_type(x509.DNSName)
-    return dns[0] if dns else ""
+def service_server_name(service: str) -> str:
+    """The name a service's serving certificate carries and its callers verify, whatever address
+    they reach it at: `flotilla-<service>` (its Kubernetes Service's name in deploy/k8s). Callers
+    take it from the service they mean to call, never from what an endpoint record says."""
+    return "flotilla-" + service.replace("_", "-")
 
 
 def peer_identity(context: grpc.aio.ServicerContext) -> str:
@@ -238,15 +234,20 @@ def write_file(path: Path, data: bytes, private: bool = False) -> None:
 
 
 def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | None = None,
-                       ca_key: Path | None = None, groups: Mapping[str, Sequence[str]] | None = None
-                       ) -> dict[str, TLSFiles]:
+                       ca_key: Path | None = None, groups: Mapping[str, Sequence[str]] | None = None,
+                       services: Mapping[str, Sequence[str]] | None = None) -> dict[str, TLSFiles]:
     """What `flotilla up` gives each process it starts: a certificate whose common name is the
-    process's name (in the `groups` given for it), for loopback, usable to serve and to call
-    (etcd's included), signed by the plane's CA (made in `directory`, or the given one); and
-    `admin`, the tools' client certificate, in the `system:masters` group."""
+    process's name (in the `groups` given for it), for loopback and the server names of the
+    services it serves (`services[name]`); usable to serve and to call (etcd's included),
+    signed by the plane's CA (made in `directory`, or the given one); and `admin`, the tools'
+    client certificate, in the `system:masters` group."""
     authority = Authority(directory, "flotilla-ca", ca_cert, ca_key)
-    groups = groups or {}
-    issued = {name: authority.issue(name, name, list(LOOPBACK), groups=groups.get(name, ())) for name in processes}
+    groups, services = groups or {}, services or {}
+
+    def hosts(name: str) -> list[str]:
+        return [*LOOPBACK, *(service_server_name(service) for service in services.get(name, ()))]
+
+    issued = {name: authority.issue(name, name, hosts(name), groups=groups.get(name, ())) for name in processes}
     issued["admin"] = authority.issue("admin", "admin", [], server=False, client=True, groups=[MASTERS])
     return issued
 

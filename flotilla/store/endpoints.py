@@ -50,7 +50,10 @@ async def list_endpoints(client: aetcd.Client, service: str | None = None) -> li
     found = []
     for kv in result:
         try:
-            found.append(Endpoint(**json.loads(kv.value)))
+            endpoint = Endpoint(**json.loads(kv.value))
+            # Which service it is, is where it is registered, not what it says.
+            endpoint.service = kv.key.decode()[len(ENDPOINTS_PREFIX):].split("/", 1)[0]
+            found.append(endpoint)
         except (ValueError, TypeError):
             log.warning("event=bad-endpoint key=%s", kv.key.decode())
     return sorted(found, key=lambda e: (e.service, e.id))

@@ -62,7 +62,7 @@ async def restart_etcd(plane: Plane, etcd: EmbeddedEtcd) -> float:
     await asyncio.to_thread(etcd.stop)
     deadline = time.monotonic() + LEASE + 20
     while True:
-        answers = {name: await check_health(address) for name, address in leaders.items()}
+        answers = {name: await check_health(address, name) for name, address in leaders.items()}
         if all(health == "NOT_SERVING" and "leadership" in reason for health, reason in answers.values()):
             break
         assert time.monotonic() < deadline, f"services still serving without etcd: {answers}"

@@ -11,6 +11,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import aetcd
@@ -21,14 +22,16 @@ import pytest
 
 from flotilla.api import codec, registry
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
+from flotilla.cli.connection import service_channel
 from flotilla.cli.webhook_client import WebhookClient
 from flotilla.member import Credentials
 from flotilla.rules.cluster_secrets import SECRET_TYPE, secret_document
+from flotilla.security import tls
 from flotilla.security.crypto import PREFIX, EncryptionKeys, Key
 from flotilla.store import Store, StoreError
 from flotilla.store.connect import parse_endpoints
 from flotilla.store.embedded import EmbeddedEtcd
-from flotilla.store.endpoints import list_endpoints
+from flotilla.store.endpoints import ENDPOINTS_PREFIX, Endpoint, list_endpoints
 from flotilla.store.events import events_for
 from flotilla.store.objects import SECRETS_PREFIX
 from services.webhook.admission import APPLIED_BY_ANNOTATION
@@ -61,7 +64,6 @@ async def test_etcd_refuses_a_client_without_a_certificate(etcd: EmbeddedEtcd, s
 async def test_the_webhook_refuses_a_client_without_a_certificate(
         webhook: subprocess.Popen[bytes], store: Store, security: Security) -> None:
     endpoint = next(e for e in await list_endpoints(store.client, "webhook") if e.pid == webhook.pid)
-    assert endpoint.extra.get("tls") == "mutual"
     request = webhook_pb2.AdmissionRequest(object_json="{}")
     ca_only = _trusting_only(security.client.ca)
     for channel in (grpc.aio.insecure_channel(endpoint.address),
@@ -92,6 +94,53 @@ async def test_writes_record_who_made_them(webhook: subprocess.Popen[bytes], sto
     async with asyncio.timeout(30):
         while not wanted <= {(e.reason, e.message) for e in await events_for(store, stored)}:
             await asyncio.sleep(0.05)
+
+
+class Listener:
+    """A gRPC server that answers any call and remembers that one reached it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.server = grpc.aio.server()
+
+        def answer(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            self.calls.append(context.peer())
+            return b""
+
+        handler = grpc.unary_unary_rpc_method_handler(answer)
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "flotilla.v1.Webhook", {"Apply": handler}),))
+
+
+@pytest.mark.parametrize("serving", ["plain", "another service's certificate"])
+async def test_an_endpoint_record_gets_no_plaintext_nor_a_misverified_call(
+        serving: str, store: Store, security: Security, tmp_path: Path) -> None:
+    """Anyone who can write an endpoint record (or the webhook's name in one) still cannot
+    have a caller send a request, with a member token in it say, over plain gRPC or to a
+    server whose certificate is not the webhook's."""
+    listener = Listener()
+    if serving == "plain":
+        port = listener.server.add_insecure_port("127.0.0.1:0")
+    else:
+        status = tls.Authority(tmp_path, "unused", security.pki / "ca.crt", security.pki / "ca.key").issue(
+            "status", "status", [*tls.LOOPBACK, tls.service_server_name("status")])
+        port = listener.server.add_secure_port("127.0.0.1:0", status.server_credentials())
+    await listener.server.start()
+    # What the record claims is what a caller once believed: plain, or the other service's name.
+    claims = {"tls": "none"} if serving == "plain" else {"tls": "mutual", "tls_server_name": "flotilla-status"}
+    fake = Endpoint(service="claimed-by-the-record", id="fake", address=f"127.0.0.1:{port}", extra=claims)
+    await store.client.put(f"{ENDPOINTS_PREFIX}webhook/fake".encode(), json.dumps(asdict(fake)).encode())
+    try:
+        (registered,) = [e for e in await list_endpoints(store.client, "webhook") if e.id == "fake"]
+        assert registered.service == "webhook"  # where it is registered, not what it claims
+        async with service_channel(registered) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await webhook_pb2_grpc.WebhookStub(channel).Apply(webhook_pb2.AdmissionRequest(), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert listener.calls == []
+    finally:
+        await store.client.delete(f"{ENDPOINTS_PREFIX}webhook/fake".encode())
+        await listener.server.stop(None)
 
 
 def _secret(name: str, token: str) -> object:
