@@ -147,6 +147,8 @@ class LocalControlPlane:
             self.etcd = EtcdCluster(self.data_dir / "etcd", self.etcd_members, client_port=port,
                                     tls=self.certificates.get("etcd"))
             self.etcd.start(detach=self.detach)
+            if not self.insecure:
+                self._restrict_etcd()
         for name in SERVICES:
             for instance in self.instances(name):
                 self._spawn(instance, "-m", f"services.{name}", "--data-dir", str(self.data_dir),
@@ -173,6 +175,25 @@ class LocalControlPlane:
             self.certificates = tls.plane_certificates(self.data_dir / "pki", names, ca_cert, ca_key,
                                                        services=serving)
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
+
+    def _restrict_etcd(self) -> None:
+        """etcd auth on, each process its own user with its service's role (flotilla.security.etcd_roles):
+        a service's certificate reads and writes only what its work needs; `admin` is root."""
+        from flotilla.store import etcd_auth
+        from flotilla.store.connect import make_client
+
+        processes = {**{f"agent-{m}": f"agent-{m}" for m in self.member_names}, **{s: s for s in SERVICES}}
+        users = {instance: role for name, role in processes.items() for instance in self.instances(name)}
+
+        async def enable() -> None:
+            client = make_client(self.endpoints, tls=self.certificates["admin"])
+            try:
+                await client.connect()
+                await etcd_auth.enable(client, {**users, "sim": "sim"}, admins=["admin"])
+            finally:
+                await client.close()
+
+        asyncio.run(enable())
 
     def _service_args(self, service: str) -> list[str]:
         if service != "webhook":

@@ -26,7 +26,7 @@ Pure: objects in, a decision out (tests/unit/test_rbac.py is the table).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,16 +294,19 @@ def _mapping(value: Any, path: str) -> Mapping[str, Any]:
     return value
 
 
+def _items(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each object of a list field, with its path (`rules[2]`)."""
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise PolicyError(path, "must be a list")
+    for i, item in enumerate(value):
+        yield f"{path}[{i}]", _mapping(item, f"{path}[{i}]")
+
+
 def rules_of(doc: Mapping[str, Any]) -> tuple[Rule, ...]:
-    raw = doc.get("rules")
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise PolicyError("rules", "must be a list")
     rules = []
-    for i, item in enumerate(raw):
-        path = f"rules[{i}]"
-        item = _mapping(item, path)
+    for path, item in _items(doc.get("rules"), "rules"):
         verbs = _strings(item.get("verbs"), f"{path}.verbs", required=True)
         if not verbs:
             raise PolicyError(f"{path}.verbs", "Required value: at least one verb")
@@ -326,9 +329,7 @@ def _selector(raw: Any, path: str) -> Selector:
     if not all(isinstance(v, str) for v in labels.values()):
         raise PolicyError(f"{path}.matchLabels", "values must be strings")
     expressions = []
-    for i, expr in enumerate(raw.get("matchExpressions") or []):
-        epath = f"{path}.matchExpressions[{i}]"
-        expr = _mapping(expr, epath)
+    for epath, expr in _items(raw.get("matchExpressions"), f"{path}.matchExpressions"):
         operator = expr.get("operator")
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
             raise PolicyError(f"{epath}.operator", "must be In, NotIn, Exists or DoesNotExist")
@@ -343,15 +344,13 @@ def role_of(doc: Mapping[str, Any]) -> RoleDef:
     """A Role or ClusterRole document as a RoleDef; PolicyError names what is wrong."""
     meta = _mapping(doc.get("metadata"), "metadata")
     aggregation = _mapping(doc.get("aggregationRule"), "aggregationRule")
-    selectors = aggregation.get("clusterRoleSelectors") or []
-    if not isinstance(selectors, list):
-        raise PolicyError("aggregationRule.clusterRoleSelectors", "must be a list")
+    selectors = [_selector(raw, path) for path, raw in
+                 _items(aggregation.get("clusterRoleSelectors"), "aggregationRule.clusterRoleSelectors")]
     if selectors and doc.get("kind") != CLUSTER_ROLE:
         raise PolicyError("aggregationRule", "only a ClusterRole aggregates")
     labels = _mapping(meta.get("labels"), "metadata.labels")
     return RoleDef(str(meta.get("name") or ""), str(meta.get("namespace") or "") if doc.get("kind") == ROLE else "",
-                   rules_of(doc), {str(k): str(v) for k, v in labels.items()},
-                   tuple(_selector(s, f"aggregationRule.clusterRoleSelectors[{i}]") for i, s in enumerate(selectors)))
+                   rules_of(doc), {str(k): str(v) for k, v in labels.items()}, tuple(selectors))
 
 
 def binding_of(doc: Mapping[str, Any]) -> BindingDef:
@@ -366,13 +365,8 @@ def binding_of(doc: Mapping[str, Any]) -> BindingDef:
         raise PolicyError("roleRef.kind", f"Unsupported value: must be {' or '.join(allowed_kinds)}")
     if not isinstance(ref.get("name"), str) or not ref["name"]:
         raise PolicyError("roleRef.name", "Required value")
-    raw_subjects = doc.get("subjects") or []
-    if not isinstance(raw_subjects, list):
-        raise PolicyError("subjects", "must be a list")
     subjects = []
-    for i, raw in enumerate(raw_subjects):
-        path = f"subjects[{i}]"
-        raw = _mapping(raw, path)
+    for path, raw in _items(doc.get("subjects"), "subjects"):
         kind, name = raw.get("kind"), raw.get("name")
         if kind not in ("User", "Group", "ServiceAccount"):
             raise PolicyError(f"{path}.kind", "Unsupported value: must be User, Group or ServiceAccount")

@@ -105,6 +105,12 @@ def grpc_channel(address: str, tls: TLSFiles | None, server_name: str = "") -> g
     return grpc.aio.secure_channel(address, tls.channel_credentials(), options=options)
 
 
+def common_name(cert_path: str) -> str:
+    cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(names[0].value) if names else ""
+
+
 def service_server_name(service: str) -> str:
     """The name a service's serving certificate carries and its callers verify, whatever address
     they reach it at: `flotilla-<service>` (its Kubernetes Service's name in deploy/k8s). Callers

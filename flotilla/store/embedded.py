@@ -6,7 +6,6 @@ needs), falling back to an `etcd` on PATH.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -17,10 +16,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
-from flotilla.security.context import etcd_client_tls
-from flotilla.security.tls import TLSFiles
+import aetcd.exceptions
+import aetcd.rpc
+import grpc
+
+from flotilla.security.tls import TLSFiles, common_name
+from flotilla.store.connect import make_client
 
 
 class EtcdError(RuntimeError):
@@ -151,9 +153,11 @@ class EmbeddedEtcd:
             return []
         return ["--cert-file", self.tls.cert, "--key-file", self.tls.key, "--trusted-ca-file", self.tls.ca,
                 "--client-cert-auth",
-                # Members of a cluster speak to each other with the same certificate, both ways.
+                # Members of a cluster speak to each other with the same certificate, both ways,
+                # and take no other certificate of the CA for a peer's.
                 "--peer-cert-file", self.tls.cert, "--peer-key-file", self.tls.key,
-                "--peer-trusted-ca-file", self.tls.ca, "--peer-client-cert-auth"]
+                "--peer-trusted-ca-file", self.tls.ca, "--peer-client-cert-auth",
+                "--peer-cert-allowed-cn", common_name(self.tls.cert)]
 
     def start(self, timeout: float = 20.0, detach: bool = False) -> None:
         self.launch(detach)
@@ -263,22 +267,26 @@ class EtcdCluster:
             member.stop()
 
 
-def gateway_call(endpoint: str, path: str, body: dict[str, Any], timeout: float = 2) -> dict[str, Any]:
-    """POST to an etcd member's JSON gateway (`/v3/...`), over TLS with the client certificate
-    flotilla.security.context.etcd_client_tls finds when the endpoint is https://."""
-    files = etcd_client_tls(endpoint)
-    request = urllib.request.Request(endpoint + path, data=json.dumps(body).encode(), method="POST")
-    with urllib.request.urlopen(request, timeout=timeout,
-                                context=files.client_ssl_context() if files else None) as reply:
-        answer: dict[str, Any] = json.loads(reply.read())
-        return answer
-
-
-def member_status(endpoint: str) -> dict[str, str] | None:
-    """An etcd member's id and the id of the leader it follows (its maintenance status, through the
-    JSON gateway); None when it does not answer."""
+async def member_status(endpoint: str) -> dict[str, str] | None:
+    """An etcd member's id and the id of the leader it follows (its maintenance status, over
+    gRPC with the client certificate flotilla.security.context.etcd_client_tls finds, which etcd
+    authenticates, where its JSON gateway would not); None when it does not answer."""
+    client = make_client(endpoint, timeout=2)
     try:
-        body = gateway_call(endpoint, "/v3/maintenance/status", {})
-    except (OSError, ValueError):
+        await client.connect()
+        reply = await client.maintenancestub.Status(aetcd.rpc.StatusRequest(), timeout=2)
+        return {"member_id": str(reply.header.member_id), "leader": str(reply.leader)}
+    except (aetcd.exceptions.ClientError, grpc.aio.AioRpcError, OSError):
         return None
-    return {"member_id": str(body["header"]["member_id"]), "leader": str(body.get("leader", ""))}
+    finally:
+        await client.close()
+
+
+async def move_leader(leader_endpoint: str, member_id: str) -> None:
+    """Ask the leader (only it can) to hand leadership to another member."""
+    client = make_client(leader_endpoint, timeout=10)
+    try:
+        await client.connect()
+        await client.maintenancestub.MoveLeader(aetcd.rpc.MoveLeaderRequest(targetID=int(member_id)), timeout=10)
+    finally:
+        await client.close()

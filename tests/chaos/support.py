@@ -36,7 +36,7 @@ from flotilla.plane.local_plane import SERVICES, RunState
 from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
-from flotilla.store.embedded import gateway_call, member_status
+from flotilla.store.embedded import member_status, move_leader
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
 from tests.chaos.workload import NAMESPACE, Workload
@@ -156,14 +156,14 @@ class ChaosPlane:
         (gRPC's pick_first), so killing it takes away both etcd's leader and the services' connection."""
         state = self.state()
         urls = state.etcd_endpoints.split(",")
-        first = member_status(urls[0])
+        first = await member_status(urls[0])
         assert first is not None, f"etcd member {urls[0]} does not answer"
         if first["leader"] != first["member_id"]:
-            leader = urls[[(s or {}).get("member_id") for s in map(member_status, urls)].index(first["leader"])]
-            await asyncio.to_thread(gateway_call, leader, "/v3/maintenance/transfer-leadership",
-                                    {"targetID": first["member_id"]}, 10)
+            statuses = [await member_status(url) for url in urls]
+            leader = urls[[(s or {}).get("member_id") for s in statuses].index(first["leader"])]
+            await move_leader(leader, first["member_id"])
         deadline = time.monotonic() + 30
-        while (status := member_status(urls[0])) is None or status["leader"] != status["member_id"]:
+        while (status := await member_status(urls[0])) is None or status["leader"] != status["member_id"]:
             assert time.monotonic() < deadline, f"etcd leadership not moved to {urls[0]}: {status}"
             # etcd hands leadership over on its own time: poll its status.
             await asyncio.sleep(0.05)

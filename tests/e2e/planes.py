@@ -1,8 +1,8 @@
 """One way to start and stop a control plane for an e2e module: `flotilla up` with simulated
 members and the demo profile, on a free port and in its own directory, always taken down.
 Its certificates are signed by the session's CA and its Secrets encrypted with the session's
-keys (tests/conftest.py `security`), so the tests' client certificate and key file are good
-for every plane."""
+keys (tests/conftest.py `security`), so the tests' key file is good for every plane; while a plane
+runs, the tests call as its `admin`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from flotilla.security import tls
 from flotilla.security.crypto import ENV_KEY_FILE
 from flotilla.security.tls import ENV_CA
 from flotilla.store.embedded import free_port
@@ -39,7 +40,14 @@ def flotilla_up(tmp_path_factory: pytest.TempPathFactory, clusters: int, *extra:
                         env={**os.environ, **env} if env else None)
     try:
         assert up.returncode == 0, up.stderr
-        yield data_dir, f"https://127.0.0.1:{port}"
+        # The tests act as the plane's administrator, whose certificate etcd (auth on, each
+        # identity its own user) knows: `admin` is root in every plane of the session's CA.
+        admin = tls.TLSFiles(str(pki / "ca.crt"), str(data_dir / "pki" / "admin.crt"),
+                             str(data_dir / "pki" / "admin.key"))
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in tls.process_env(admin).items():
+                patch.setenv(name, value)
+            yield data_dir, f"https://127.0.0.1:{port}"
     finally:
         subprocess.run([str(BIN / "flotilla"), "down", "--data-dir", str(data_dir)], capture_output=True,
                        timeout=60)

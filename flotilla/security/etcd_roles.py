@@ -1,0 +1,133 @@
+"""What each identity may read and write in etcd: one etcd role per service, limited to the key
+ranges its work needs, as etcd's role-based access control grants them (permissions on key
+ranges; with client-certificate auth the certificate's common name is the etcd user).
+
+The store keeps every object under `/flotilla/<resource>/[<namespace>/]<name>` (templates under
+`<plural>.<group>`), each service's endpoint records under `/flotilla/endpoints/<service>/` and
+its leader election under `/flotilla/election/<service>`. A range here is etcd's [key, range_end).
+
+Who gets what, and why:
+
+- webhook: reads and writes every object (it stores what users apply, member tokens included).
+- executor: reads every object (templates of any kind, policies, the member tokens it applies
+  with); writes bindings, Works, templates (claim labels), policies (finalizers) and Events, not
+  Clusters, cluster Leases nor the member tokens.
+- scheduler, eviction: read Clusters and bindings; write bindings and Events.
+- taint_manager: reads Clusters, ClusterTaintPolicies and bindings; writes Clusters (taints),
+  bindings and Events.
+- status: reads Clusters, the member tokens, cluster Leases, bindings and Works; writes Clusters,
+  Works (an unjoined cluster's) and Events.
+- agent-<cluster>: reads Clusters and interpreter customizations; writes its own Cluster, Lease
+  and Works and Events; nothing of any other member's, and no Secret.
+- sim: nothing but its endpoint records.
+
+Every role also writes its own endpoint records and election key. `admin` (and anyone given
+the `root` role) has everything. Pure: a table in, grants out (tests/unit/test_etcd_roles.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from flotilla.api import registry
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE, EXECUTION_NAMESPACE_PREFIX
+
+ROOT = "/flotilla/"
+ROOT_ROLE = "root"
+# etcd's Permission.Type.
+READ, WRITE, READWRITE = 0, 1, 2
+
+
+@dataclass(frozen=True, order=True)
+class Grant:
+    key: str
+    range_end: str  # "" for the one key
+    permission: int
+
+
+def prefix_range(prefix: str) -> tuple[str, str]:
+    """Every key starting with `prefix` (which ends in "/"): etcd's prefix range end is the
+    prefix with its last byte incremented."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def resource(name: str, *namespace: str) -> tuple[str, str]:
+    return prefix_range(ROOT + "/".join((name, *namespace)) + "/")
+
+
+def _minus(whole: tuple[str, str], holes: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`whole` without the `holes` inside it."""
+    pieces, start = [], whole[0]
+    for hole_start, hole_end in sorted(holes):
+        if hole_start > start:
+            pieces.append((start, hole_start))
+        start = max(start, hole_end)
+    if start < whole[1]:
+        pieces.append((start, whole[1]))
+    return pieces
+
+
+EVERYTHING = prefix_range(ROOT)
+ENDPOINTS = resource("endpoints")
+ELECTIONS = resource("election")
+MEMBER_TOKENS = resource("secrets", CLUSTER_SECRET_NAMESPACE)
+_CLUSTERS = resource(registry.CLUSTER.resource)
+_BINDINGS = [resource(registry.RESOURCE_BINDING.resource), resource(registry.CLUSTER_RESOURCE_BINDING.resource)]
+_WORKS = resource(registry.WORK.resource)
+_EVENTS = resource(registry.EVENT.resource)
+_LEASES = resource(registry.LEASE.resource, CLUSTER_SECRET_NAMESPACE)
+_CUSTOMIZATIONS = resource(registry.RESOURCE_INTERPRETER_CUSTOMIZATION.resource)
+_TAINT_POLICIES = resource(registry.CLUSTER_TAINT_POLICY.resource)
+# What holds objects (not the registries of endpoints and elections).
+OBJECTS = _minus(EVERYTHING, [ENDPOINTS, ELECTIONS])
+
+
+def _grants(permission: int, ranges: Iterable[tuple[str, str]]) -> list[Grant]:
+    return [Grant(start, end, permission) for start, end in ranges]
+
+
+def _own(name: str) -> list[Grant]:
+    """A process's own endpoint records and election key."""
+    return [Grant(*prefix_range(f"{ROOT}endpoints/{name}/"), READWRITE),
+            Grant(f"{ROOT}election/{name}", "", READWRITE)]
+
+
+def service_grants(service: str) -> list[Grant]:
+    """The permissions of a service's role (see the table above); KeyError for no such service."""
+    read, write = _SERVICES[service]
+    # Every write is a compare-and-swap, and etcd authorizes a transaction's compares as reads.
+    return sorted({*_grants(READ, [r for r in read if r not in write]), *_grants(READWRITE, write), *_own(service)})
+
+
+def agent_grants(cluster: str) -> list[Grant]:
+    """The permissions of the Pull agent of one cluster: nothing of any other member's."""
+    works = resource(registry.WORK.resource, EXECUTION_NAMESPACE_PREFIX + cluster)
+    own_cluster = (f"{ROOT}{registry.CLUSTER.resource}/{cluster}", "")
+    own_lease = (f"{_LEASES[0]}{cluster}", "")
+    return sorted({*_grants(READ, [_CLUSTERS, _CUSTOMIZATIONS]),
+                   *_grants(READWRITE, [works, own_cluster, own_lease, _EVENTS]), *_own(f"agent-{cluster}")})
+
+
+_SERVICES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
+    "webhook": (OBJECTS, OBJECTS),
+    "executor": (OBJECTS, _minus(EVERYTHING, [ENDPOINTS, ELECTIONS, MEMBER_TOKENS, _CLUSTERS, _LEASES])),
+    "scheduler": ([_CLUSTERS, *_BINDINGS], [*_BINDINGS, _EVENTS]),
+    "taint_manager": ([_CLUSTERS, _TAINT_POLICIES, *_BINDINGS], [_CLUSTERS, *_BINDINGS, _EVENTS]),
+    "eviction": ([_CLUSTERS, *_BINDINGS], [*_BINDINGS, _EVENTS]),
+    "status": ([_CLUSTERS, MEMBER_TOKENS, _LEASES, *_BINDINGS, _WORKS], [_CLUSTERS, _WORKS, _EVENTS]),
+    "sim": ([], []),
+}
+SERVICES = tuple(_SERVICES)
+
+
+def role_of(user: str, services: Mapping[str, str]) -> str:
+    """The role of an etcd user: `services` maps each process's name (its certificate's common
+    name) to the service it runs, `agent-<cluster>` for a Pull agent."""
+    return services[user]
+
+
+def grants_of(role: str) -> list[Grant]:
+    if role.startswith("agent-"):
+        return agent_grants(role.removeprefix("agent-"))
+    return service_grants(role)
