@@ -7,14 +7,23 @@ demo operator should be kept from.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
+from sim.cluster import SimCluster
 from sim.errors import ApiError
 
-if TYPE_CHECKING:
-    from sim.server import SimServer
+
+class Fleet(Protocol):
+    """What the admin API manages (the server, sim/server.py): its clusters."""
+
+    clusters: dict[str, SimCluster]
+
+    def add_cluster(self, name: str, nodes: int | None = None, cpu: str | None = None, memory: str | None = None,
+                    pods: int | None = None) -> SimCluster: ...
+
+    async def ready(self) -> None: ...
 
 
 class _BadRequest(Exception):
@@ -23,7 +32,7 @@ class _BadRequest(Exception):
         self.status = status
 
 
-def admin_routes(server: SimServer) -> list[web.RouteDef]:
+def admin_routes(server: Fleet) -> list[web.RouteDef]:
     async def list_clusters(request: web.Request) -> web.Response:
         return _ok({"clusters": [c.info() for c in server.clusters.values()]})
 
