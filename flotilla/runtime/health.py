@@ -4,7 +4,8 @@ A service is NOT_SERVING while it has a reason not to serve: it cannot campaign 
 leadership (etcd unreachable), it lost leadership and has not found out who leads now, or
 one of its supervised tasks is down. Each reason is kept under its source, so one clearing
 does not hide another. The reason travels with each Check answer as trailing metadata,
-which plain health clients ignore and `flotillactl status` shows.
+which plain health clients ignore and `flotillactl status` shows; the plain health port the
+kubelet probes (`WithoutReasons`) does not send it.
 """
 
 from __future__ import annotations
@@ -65,3 +66,19 @@ class ServiceHealth(health.aio.HealthServicer):  # type: ignore[misc]
             why = self.reason or "shutting down"
             context.set_trailing_metadata(((REASON_METADATA, header_safe(why)),))
         return reply
+
+
+class WithoutReasons(health.aio.HealthServicer):  # type: ignore[misc]
+    """The same answers without their reasons, for the plain (unauthenticated) health port the
+    kubelet probes: why a service is not serving (etcd unreachable, a task's error) is for
+    callers of the mutually authenticated port, `flotillactl status`."""
+
+    def __init__(self, health: ServiceHealth) -> None:
+        super().__init__()
+        self.health = health
+
+    async def Check(self, request: health_pb2.HealthCheckRequest, context: Any) -> Any:
+        return await health.aio.HealthServicer.Check(self.health, request, context)
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest, context: Any) -> Any:
+        return await self.health.Watch(request, context)

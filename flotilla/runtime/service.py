@@ -30,7 +30,7 @@ from flotilla.aio.clock import Clock, RealClock
 from flotilla.aio.tasks import cancel_and_wait
 from flotilla.runtime.collection import settle_for_service
 from flotilla.runtime.flags import apply_env_defaults, duration
-from flotilla.runtime.health import ServiceHealth
+from flotilla.runtime.health import ServiceHealth, WithoutReasons
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.security.context import ContextError, etcd_client_tls, resolve_endpoints
@@ -257,7 +257,7 @@ class Runner:
         if self.args.health_port < 0:
             return None
         server = grpc.aio.server()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        health_pb2_grpc.add_HealthServicer_to_server(WithoutReasons(self.health), server)
         self.health_port = server.add_insecure_port(f"{host or '0.0.0.0'}:{self.args.health_port}")
         await server.start()
         return server
