@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from flotilla.api.errors import UserError, short
-from flotilla.plane import demo
+from flotilla.plane import demo, etcd_access
 from flotilla.plane.local_plane import (
     DEFAULT_DATA_DIR,
     DEFAULT_WAIT_TIMEOUT,
@@ -221,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench = sub.add_parser("bench", help="benchmarks of the whole plane, printing JSON").add_subparsers(
         dest="bench_command", required=True)
     bench_failover.add_arguments(p_bench.add_parser("failover", help="take a loaded member down; time the failover"))
+    etcd_access.add_arguments(sub.add_parser(
+        "etcd-auth", help="turn etcd auth on: each service its own etcd user and role (deploy/k8s)"))
     p_sim = sub.add_parser("sim", help="the member-cluster simulator")
     sim_sub = p_sim.add_subparsers(dest="sim_command", required=True)
     p_fault = sim_sub.add_parser("fault", help="inject or clear a fault in a simulated cluster")
@@ -244,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             return up(args)
         if args.command == "sim":
             return sim_fault(args)
+        if args.command == "etcd-auth":
+            return etcd_access.run(args)
         if args.command == "demo":
             return demo.run(args)
         if args.command == "bench":
