@@ -3,6 +3,7 @@ name and may do only what its role grants (flotilla.security.etcd_roles), on a r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -90,3 +91,26 @@ async def test_a_certificate_with_no_etcd_user_gets_nothing(
     finally:
         await client.close()
     assert await attempt(restricted["tester"], ("get", TOKEN))  # the administrator is root
+
+
+async def test_flotilla_etcd_auth_turns_it_on_for_a_deployed_plane(
+        private_etcd: EmbeddedEtcd, security: Security, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flotilla.plane.command import main
+
+    args = ["etcd-auth", "--etcd-endpoints", private_etcd.endpoint, "--admin", "tester"]
+    assert await asyncio.to_thread(main, args) == 0
+    out = capsys.readouterr().out
+    assert "etcd user taint-manager: role taint_manager" in out and "auth is on" in out
+    scheduler = tls.Authority(tmp_path / "pki", "unused", security.pki / "ca.crt", security.pki / "ca.key").issue(
+        "scheduler", "scheduler", [], server=False, client=True)
+    client = make_client(private_etcd.endpoint, tls=scheduler)
+    try:
+        await client.connect()
+        assert await attempt(client, ("get", b"/flotilla/clusters/member1"))
+        assert not await attempt(client, ("get", TOKEN))
+    finally:
+        await client.close()
+    # Bad input names the flag and changes nothing.
+    with pytest.raises(SystemExit):
+        main(["etcd-auth", "--user", "scheduler=superuser"])
+    assert "role must be one of" in capsys.readouterr().err
