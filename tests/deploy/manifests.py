@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,75 @@ def swap_mounts(value: str, mounts: Mapping[str, str]) -> str:
         if value.startswith(mount + "/"):
             return local + value[len(mount):]
     return value
+
+
+# -- NetworkPolicies, evaluated as Kubernetes evaluates them (ingress) ----------------------
+
+@dataclass(frozen=True)
+class Peer:
+    """Who opens a connection: a pod (its labels, its namespace and that namespace's labels),
+    or, with `pod` None, something outside the cluster (a user's machine, a member's agent)."""
+
+    name: str
+    pod: Mapping[str, str] | None = None
+    namespace: str = ""
+    namespace_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A LabelSelector (matchLabels and matchExpressions) on `labels`; {} selects everything."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+        present = key in labels
+        if not {"In": present and labels[key] in values, "NotIn": not present or labels[key] not in values,
+                "Exists": present, "DoesNotExist": not present}[operator]:
+            return False
+    return True
+
+
+def _peer_matches(rule_peer: Obj, policy_namespace: str, peer: Peer) -> bool:
+    if "ipBlock" in rule_peer:
+        block = rule_peer["ipBlock"]
+        # Only "everything outside the cluster" is modelled: the whole address space, no exceptions.
+        assert block["cidr"] in ("0.0.0.0/0", "::/0") and not block.get("except"), block
+        return peer.pod is None
+    if peer.pod is None:
+        return False
+    if "namespaceSelector" in rule_peer:
+        if not selects(rule_peer["namespaceSelector"], peer.namespace_labels):
+            return False
+    elif peer.namespace != policy_namespace:
+        return False
+    return selects(rule_peer.get("podSelector", {}), peer.pod)
+
+
+def _port_matches(rule_port: Obj, port: int, names: Mapping[str, int]) -> bool:
+    if rule_port.get("protocol", "TCP") != "TCP":
+        return False
+    value = rule_port.get("port")
+    if value is None:
+        return True
+    number = names.get(value) if isinstance(value, str) else value
+    return number == port or (number is not None and "endPort" in rule_port and number <= port <= rule_port["endPort"])
+
+
+def ingress_allowed(objs: tuple[Obj, ...], target: Obj, port: int, peer: Peer) -> bool:
+    """Whether `peer` may open a TCP connection to `port` of the pods of the workload `target`
+    (a Deployment or StatefulSet), under the rendered NetworkPolicies: allowed when no policy
+    selects the pod for ingress, else when a rule of one that does lets it."""
+    namespace = target["metadata"]["namespace"]
+    template = target["spec"]["template"]
+    labels = template["metadata"]["labels"]
+    names = {p["name"]: p["containerPort"] for c in template["spec"]["containers"] for p in c.get("ports", [])
+             if "name" in p}
+    policies = [p for p in find(objs, "NetworkPolicy") if p["metadata"]["namespace"] == namespace
+                and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
+                and selects(p["spec"]["podSelector"], labels)]
+    if not policies:
+        return True
+    return any(
+        (not rule.get("ports") or any(_port_matches(rp, port, names) for rp in rule["ports"]))
+        and (not rule.get("from") or any(_peer_matches(rp, namespace, peer) for rp in rule["from"]))
+        for policy in policies for rule in policy["spec"].get("ingress", []))

@@ -1,6 +1,8 @@
 """deploy/: the kustomizations render, every object is valid Kubernetes, the Deployments keep
-the rules of issue 12 (probes, security, labels, resources), and each service starts locally
-from exactly what its rendered container spec says and answers the probes it names."""
+the rules of issue 12 (probes, security, labels, resources), least privilege holds (issue 34:
+NetworkPolicies, the encryption key only where Secrets are read or written), and each service
+starts locally from exactly what its rendered container spec says, as its own etcd user with
+its service's role, and answers the probes it names."""
 
 from __future__ import annotations
 
@@ -9,27 +11,35 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import aetcd.exceptions
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from flotilla.plane import etcd_access
+from flotilla.runtime.service import build_parser
 from flotilla.security import tls
 from flotilla.store import Store
+from flotilla.store.connect import make_client
 from flotilla.store.embedded import EmbeddedEtcd, free_port
 from flotilla.store.endpoints import list_endpoints
 from tests.conftest import Security
 from tests.deploy.manifests import (
     KUBECTL,
     KUSTOMIZATIONS,
+    ROOT,
     SERVICES,
     Obj,
+    Peer,
     dockerfile_instructions,
     find,
     image_entrypoint,
+    ingress_allowed,
     local_process,
     one,
     render,
@@ -42,12 +52,36 @@ LABELS = ("name", "component", "part-of", "instance", "version")
 # The oldest Kubernetes the manifests are for (gRPC probes are GA from 1.27) and the newest
 # kubernetes-validate knows.
 K8S_VERSIONS = ("1.27.0", "latest")
+NAMESPACE = "flotilla-system"
+# Where Prometheus may scrape from: namespaces with this label (docs/deploy.md).
+METRICS_LABEL = ("flotilla.io/metrics", "allowed")
+# The services that read or write Secrets, so decrypt or encrypt them: the only ones given the key.
+SECRET_READERS = ("webhook", "status", "executor")
+# Where the encryption key file comes from in a pod.
+ENCRYPTION_SECRET = "flotilla-encryption"
 
 
 def container_of(deployment: Obj) -> Obj:
     containers = deployment["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
     return dict(containers[0])
+
+
+def container_env(objs: tuple[Obj, ...], container: Obj) -> dict[str, str]:
+    """The variables with a literal value that a container gets: its ConfigMaps', then its env."""
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        env.update(one(objs, "ConfigMap", source["configMapRef"]["name"])["data"])
+    env.update({var["name"]: var["value"] for var in container.get("env", []) if "value" in var})
+    return env
+
+
+def mounted_secrets(workload: Obj) -> dict[str, str]:
+    """Secret name -> where the workload's container mounts it."""
+    pod = workload["spec"]["template"]["spec"]
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v}
+    return {secrets[m["name"]]: m["mountPath"] for m in container_of(workload).get("volumeMounts", [])
+            if m["name"] in secrets}
 
 
 @pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
@@ -60,6 +94,8 @@ def test_kustomization_renders_every_service_and_etcd(kustomization: str) -> Non
         one(objs, "Service", f"flotilla-{name}")
     one(objs, "StatefulSet", "flotilla-etcd")
     one(objs, "PodDisruptionBudget", "flotilla-etcd")
+    for name in ("flotilla-default-deny", "flotilla-etcd", "flotilla-services"):
+        one(objs, "NetworkPolicy", name)
     assert one(objs, "Service", "flotilla-etcd-headless")["spec"]["clusterIP"] == "None"
     assert len(find(objs, "ConfigMap")) == 1
     namespaced = [o for o in objs if o["kind"] != "Namespace"]
@@ -120,17 +156,15 @@ def test_deployment_follows_the_rules(name: str) -> None:
     assert probes["readiness"]["service"] == module
     assert probes["liveness"].get("service", "") == ""
 
-    flags = {}
-    for source in container["envFrom"]:
-        flags.update(one(objs, "ConfigMap", source["configMapRef"]["name"])["data"])
+    flags = container_env(objs, container)
     assert flags["FLOTILLA_LEADER_ELECT"] == "true"
     assert flags["FLOTILLA_LISTEN_ADDRESS"].endswith(f":{ports['grpc']}")
     assert flags["FLOTILLA_METRICS_PORT"] == str(ports["metrics"])
     # The kubelet cannot present a client certificate: probes use the plain health-only port.
     assert flags["FLOTILLA_HEALTH_PORT"] == str(ports["health"])
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert {str(Path(flags[f]).parent) for f in ("FLOTILLA_TLS_CERT", "FLOTILLA_ETCD_CERT",
-                                                  "FLOTILLA_ENCRYPTION_KEY_FILE")} <= mounts
+    files = [f for f in ("FLOTILLA_TLS_CERT", "FLOTILLA_ETCD_CERT", "FLOTILLA_ENCRYPTION_KEY_FILE") if f in flags]
+    assert {str(Path(flags[f]).parent) for f in files} <= mounts
     etcd_service = re.fullmatch(r"https://([a-z0-9-]+):(\d+)", flags["FLOTILLA_ETCD_ENDPOINTS"])
     assert etcd_service, flags["FLOTILLA_ETCD_ENDPOINTS"]
     etcd = one(objs, "Service", etcd_service.group(1))
@@ -166,6 +200,125 @@ def test_etcd_members_name_each_other(kustomization: str, members: int) -> None:
     assert "app.kubernetes.io/version" not in str(etcd["spec"]["volumeClaimTemplates"])
 
 
+def peers(objs: tuple[Obj, ...]) -> list[Peer]:
+    """Everything that could open a connection to a pod of the plane: each of its own pods, and
+    pods elsewhere that must get only what the policies give anyone."""
+    namespace = one(objs, "Namespace", NAMESPACE)
+    labels = {**namespace["metadata"].get("labels", {}), "kubernetes.io/metadata.name": NAMESPACE}
+    own = [Peer(w["metadata"]["name"], w["spec"]["template"]["metadata"]["labels"], NAMESPACE, labels)
+           for w in (*find(objs, "Deployment"), *find(objs, "StatefulSet"))]
+    scheduler = one(objs, "Deployment", "flotilla-scheduler")["spec"]["template"]["metadata"]["labels"]
+    return [
+        *own,
+        # Prometheus, in a namespace labelled as docs/deploy.md says.
+        Peer("prometheus", {"app.kubernetes.io/name": "prometheus"}, "monitoring",
+             {"kubernetes.io/metadata.name": "monitoring", METRICS_LABEL[0]: METRICS_LABEL[1]}),
+        # Any workload of the host cluster; one dressed as the scheduler; a debugging pod in the
+        # plane's own namespace, even one labelled part of flotilla.
+        Peer("app", {"app": "shop"}, "default", {"kubernetes.io/metadata.name": "default"}),
+        Peer("impostor", scheduler, "default", {"kubernetes.io/metadata.name": "default"}),
+        Peer("debug", {"app.kubernetes.io/part-of": "flotilla", "app.kubernetes.io/component": "debug"},
+             NAMESPACE, labels),
+        # A user's machine, a CI job, a Pull agent in a member cluster.
+        Peer("outside"),
+    ]
+
+
+def ports_of(workload: Obj) -> dict[str, int]:
+    return {p["name"]: p["containerPort"] for p in container_of(workload)["ports"]}
+
+
+@pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
+def test_network_policies_let_each_port_be_reached_only_by_whom_it_serves(kustomization: str) -> None:
+    """etcd's client port only from the six services, its peer port only from etcd; the services'
+    API and plain health port from anywhere; metrics only from the labelled namespaces; nothing
+    else at all (issue 34)."""
+    objs = render(kustomization)
+    everyone = peers(objs)
+    every_name = {p.name for p in everyone}
+
+    def reached_by(workload: Obj, port: int) -> set[str]:
+        return {p.name for p in everyone if ingress_allowed(objs, workload, port, p)}
+
+    etcd = one(objs, "StatefulSet", "flotilla-etcd")
+    ports = ports_of(etcd)
+    assert ports == {"client": 2379, "peer": 2380, "probes": 2381}
+    assert reached_by(etcd, ports["client"]) == {f"flotilla-{name}" for name in SERVICES}
+    assert reached_by(etcd, ports["peer"]) == {"flotilla-etcd"}
+    assert reached_by(etcd, ports["probes"]) == {"prometheus"}
+    assert reached_by(etcd, 22) == set()
+    for name in SERVICES:
+        service = one(objs, "Deployment", f"flotilla-{name}")
+        ports = ports_of(service)
+        assert ports == {"grpc": 8443, "health": 8081, "metrics": 9090}
+        assert reached_by(service, ports["grpc"]) == every_name, name
+        assert reached_by(service, ports["health"]) == every_name, name
+        assert reached_by(service, ports["metrics"]) == {"prometheus"}, name
+        assert reached_by(service, 22) == set(), name
+
+
+@pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
+def test_a_default_deny_covers_every_pod_of_the_namespace(kustomization: str) -> None:
+    objs = render(kustomization)
+    deny = [p for p in find(objs, "NetworkPolicy") if p["spec"]["podSelector"] == {}
+            and "Ingress" in p["spec"].get("policyTypes", ["Ingress"]) and not p["spec"].get("ingress")]
+    assert [p["metadata"]["namespace"] for p in deny] == [NAMESPACE]
+    # A pod someone adds to the namespace later is reached by nobody until a policy says so.
+    stranger = {"metadata": {"name": "stranger", "namespace": NAMESPACE}, "spec": {"template": {
+        "metadata": {"labels": {"app": "stranger"}},
+        "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]}}}}
+    for port in (8080, 8443, 2379):
+        assert not any(ingress_allowed(objs, stranger, port, p) for p in peers(objs))
+
+
+@pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
+def test_only_the_services_that_read_or_write_secrets_have_the_encryption_key(kustomization: str) -> None:
+    objs = render(kustomization)
+    (flags,) = find(objs, "ConfigMap")
+    assert "FLOTILLA_ENCRYPTION_KEY_FILE" not in flags["data"]
+    workloads = [*find(objs, "Deployment"), *find(objs, "StatefulSet")]
+    declared = {w["metadata"]["name"] for w in workloads
+                if any(v.get("secret", {}).get("secretName") == ENCRYPTION_SECRET
+                       for v in w["spec"]["template"]["spec"].get("volumes", []))}
+    holders = {w["metadata"]["name"] for w in workloads if ENCRYPTION_SECRET in mounted_secrets(w)}
+    assert declared == holders == {f"flotilla-{name}" for name in SECRET_READERS}
+    for workload in workloads:
+        env = container_env(objs, container_of(workload))
+        if workload["metadata"]["name"] in holders:
+            key_dir = mounted_secrets(workload)[ENCRYPTION_SECRET]
+            assert env["FLOTILLA_ENCRYPTION_KEY_FILE"].startswith(key_dir + "/")
+        else:
+            assert "FLOTILLA_ENCRYPTION_KEY_FILE" not in env, workload["metadata"]["name"]
+
+
+def test_the_webhook_writes_its_audit_log_to_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing in its rendered spec moves the audit log off stdout, or authorization off RBAC."""
+    from services.webhook.__main__ import SPEC
+
+    objs = render("base")
+    container = container_of(one(objs, "Deployment", "flotilla-webhook"))
+    _, env = local_process(objs, container, pod_name="flotilla-webhook-0", etcd_endpoint="https://127.0.0.1:2379",
+                           ports={})
+    for name in list(os.environ):
+        if name.startswith("FLOTILLA_"):
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = build_parser(SPEC).parse_args(container["args"][1:])
+    assert args.audit_log_path == "-"
+    assert args.authorization_mode == "RBAC"
+
+
+def test_flotilla_etcd_auth_defaults_to_the_deployed_certificates() -> None:
+    """`flotilla etcd-auth` with no --user makes an etcd user of each common name docs/deploy.md
+    issues, with the role of the service its Deployment runs."""
+    assert etcd_access.DEPLOYED == SERVICES
+    docs = (ROOT / "docs" / "deploy.md").read_text()
+    issued = re.search(r'for name in \[([^\]]*)\]:\n\s*# .*\n\s*ca\.issue\(name, name,', docs)
+    assert issued, "docs/deploy.md no longer issues the services' certificates in one loop"
+    assert re.findall(r'"([^"]+)"', issued.group(1)) == list(SERVICES)
+
+
 def test_dockerfile_is_multi_stage_pinned_and_non_root() -> None:
     steps = dockerfile_instructions()
     args = dict(rest.split("=", 1) for word, rest in steps if word == "ARG" and "=" in rest)
@@ -191,16 +344,53 @@ async def _health(address: str, service: str) -> int:
         return int(reply.status)
 
 
-def secret_volumes(directory: Path, name: str, security: Security) -> dict[str, str]:
-    """What the Secrets a service mounts would hold: its certificate (of the session's CA) as a
-    kubernetes.io/tls Secret holds one, and the session's encryption keys."""
-    certificate = tls.Authority(security.pki, "unused").issue(name, name, list(tls.LOOPBACK))
-    (directory / "tls").mkdir(parents=True)
-    for target, source in (("tls.crt", certificate.cert), ("tls.key", certificate.key), ("ca.crt", certificate.ca)):
-        shutil.copy(source, directory / "tls" / target)
-    (directory / "encryption").mkdir()
-    shutil.copy(security.key_file, directory / "encryption" / "keys.yaml")
-    return {"/etc/flotilla/tls": str(directory / "tls"), "/etc/flotilla/encryption": str(directory / "encryption")}
+def service_certificate(authority: tls.Authority, name: str) -> tls.TLSFiles:
+    """A service's certificate as docs/deploy.md issues it: common name `name` (its etcd user),
+    for its Service's names and for a port-forward."""
+    return authority.issue(name, name, [f"flotilla-{name}", f"flotilla-{name}.{NAMESPACE}.svc", *tls.LOOPBACK])
+
+
+def secret_volumes(directory: Path, workload: Obj, authority: tls.Authority, security: Security) -> dict[str, str]:
+    """What the Secrets the workload mounts would hold (and nothing it does not mount), made as
+    docs/deploy.md makes them: flotilla-<name>-tls a kubernetes.io/tls-style Secret of the
+    certificate issued for `name`, flotilla-encryption the session's encryption keys."""
+    mounts = {}
+    for secret, mount_path in mounted_secrets(workload).items():
+        local = directory / secret
+        local.mkdir(parents=True)
+        if secret == ENCRYPTION_SECRET:
+            shutil.copy(security.key_file, local / "keys.yaml")
+        else:
+            match = re.fullmatch(r"flotilla-(.+)-tls", secret)
+            assert match, f"{workload['metadata']['name']} mounts Secret {secret}, which docs/deploy.md does not make"
+            certificate = service_certificate(authority, match.group(1))
+            for target, source in (("tls.crt", certificate.cert), ("tls.key", certificate.key),
+                                   ("ca.crt", certificate.ca)):
+                shutil.copy(source, local / target)
+        mounts[mount_path] = str(local)
+    return mounts
+
+
+def admin_certificate(security: Security) -> tls.TLSFiles:
+    """The administrator's certificate (CN admin, group system:masters), as docs/deploy.md issues it."""
+    return tls.TLSFiles(str(security.pki / "ca.crt"), str(security.pki / "admin.crt"), str(security.pki / "admin.key"))
+
+
+async def etcd_auth_as_an_operator(endpoint: str, admin: tls.TLSFiles, env: dict[str, str]) -> str:
+    """`flotilla etcd-auth --etcd-endpoints URL` with the admin certificate in FLOTILLA_ETCD_*,
+    as docs/deploy.md says to run it once etcd is up; its output."""
+    command = [sys.executable, "-m", "flotilla.plane.command", "etcd-auth", "--etcd-endpoints", endpoint]
+    done = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, timeout=60,
+        env={**env, "FLOTILLA_ETCD_CACERT": admin.ca, "FLOTILLA_ETCD_CERT": admin.cert, "FLOTILLA_ETCD_KEY": admin.key})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        body: bytes = response.read()
+        return body
 
 
 def _tail(log: Path) -> str:
@@ -225,17 +415,28 @@ async def _serving(address: str, services: set[str], proc: subprocess.Popen[byte
 async def test_each_deployment_starts_locally_and_answers_its_probes(private_etcd: EmbeddedEtcd, tmp_path: Path,
                                                                      security: Security) -> None:
     """Every service, started at once from its rendered container spec (command from the image's
-    ENTRYPOINT, args, envFrom and env) with only the etcd endpoint and the ports replaced."""
+    ENTRYPOINT, args, envFrom and env) with only the etcd endpoint and the ports replaced, and
+    its Secret volumes by what docs/deploy.md puts in them; etcd's auth turned on first with
+    `flotilla etcd-auth`, so each runs as its own etcd user with its service's role."""
     objs = render("base")
     started: dict[str, tuple[subprocess.Popen[bytes], Obj, dict[int, int], Path, str]] = {}
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLOTILLA_", "OTEL_"))}
+    # No context of this machine's (`flotilla up`'s current plane) either: a pod has none.
+    (tmp_path / "config").mkdir()
+    clean = {**{k: v for k, v in os.environ.items() if not k.startswith(("FLOTILLA_", "OTEL_"))},
+             "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    admin = admin_certificate(security)
+    report = await etcd_auth_as_an_operator(private_etcd.endpoint, admin, clean)
+    assert "etcd user taint-manager: role taint_manager" in report and "auth is on" in report
+    authority = tls.Authority(tmp_path / "pki", "unused", security.pki / "ca.crt", security.pki / "ca.key")
     try:
         for name in SERVICES:
-            container = container_of(one(objs, "Deployment", f"flotilla-{name}"))
+            deployment = one(objs, "Deployment", f"flotilla-{name}")
+            container = container_of(deployment)
             ports = {p["containerPort"]: free_port() for p in container["ports"]}
             pod = f"flotilla-{name}-smoke"
             argv, env = local_process(objs, container, pod_name=pod, etcd_endpoint=private_etcd.endpoint,
-                                      ports=ports, mounts=secret_volumes(tmp_path / name, name, security))
+                                      ports=ports, mounts=secret_volumes(tmp_path / name, deployment, authority,
+                                                                         security))
             log = tmp_path / f"{name}.log"
             with log.open("wb") as out:
                 proc = subprocess.Popen(argv, env={**clean, **env}, cwd=tmp_path, stdout=out,
@@ -250,7 +451,17 @@ async def test_each_deployment_starts_locally_and_answers_its_probes(private_etc
 
         await asyncio.gather(*(check(name) for name in SERVICES))
 
-        store = await Store.connect(private_etcd.endpoint)
+        # Auth is on: a service's certificate gets only its role (the scheduler reads no Secret).
+        scheduler = make_client(private_etcd.endpoint, tls=service_certificate(authority, "scheduler"))
+        try:
+            await scheduler.connect()
+            await scheduler.get(b"/flotilla/clusters/member1")
+            with pytest.raises(aetcd.exceptions.ClientError, match="permission denied"):
+                await scheduler.get(b"/flotilla/secrets/karmada-cluster/member1")
+        finally:
+            await scheduler.close()
+
+        store = await Store.connect(private_etcd.endpoint, tls=admin)
         try:
             for name, (proc, container, ports, _, pod) in started.items():
                 grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
@@ -260,7 +471,7 @@ async def test_each_deployment_starts_locally_and_answers_its_probes(private_etc
                 assert [(e.id, e.address) for e in endpoints if e.pid == proc.pid] == [
                     (pod, f"127.0.0.1:{ports[grpc_port]}")]
                 url = f"http://127.0.0.1:{ports[metrics_port]}/metrics"
-                body = await asyncio.to_thread(lambda u=url: urllib.request.urlopen(u, timeout=5).read())
+                body = await asyncio.to_thread(_fetch, url)
                 assert b"# TYPE" in body
         finally:
             await store.close()
