@@ -88,6 +88,9 @@ def with_children(pid: int) -> list[int]:
 
 # -- the /readyz prober (a process of its own, so the benchmark's own work does not skew it) --
 
+PROBER_READY = "ready"
+
+
 async def probe(targets: list[Target], reference: Target, interval: float) -> None:
     """Asks each simulated cluster's /readyz in turn, and an idle reference simulator's after each."""
     import aiohttp
@@ -97,6 +100,8 @@ async def probe(targets: list[Target], reference: Target, interval: float) -> No
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    # Only now may it be stopped: a SIGTERM before the handler would kill it before it reports.
+    print(PROBER_READY, flush=True)
 
     async def ask(session: aiohttp.ClientSession, which: str, target: Target) -> None:
         server, token, tls = target
@@ -262,6 +267,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 [sys.executable, "-m", "flotilla.plane.benchmarks.rollout", "--probe", str(kubeconfigs),
                  "--reference", str(reference_kubeconfig), "--probe-interval", str(args.probe_interval)],
                 cwd=ROOT, stdout=subprocess.PIPE, text=True)
+            assert prober.stdout is not None
+            if prober.stdout.readline().strip() != PROBER_READY:
+                raise RuntimeError(f"the /readyz prober exited before it started (code {prober.wait()})")
             load_before = os.getloadavg()
             result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
             prober.send_signal(signal.SIGTERM)
