@@ -21,7 +21,14 @@ import pytest
 from flotilla.api.owners import SERVICES
 from flotilla.security.crypto import ENV_KEY_FILE, new_key_file
 from flotilla.security.rbac import MASTERS
-from flotilla.security.tls import TLSFiles, plane_certificates, process_env
+from flotilla.security.tls import (
+    LOOPBACK,
+    Authority,
+    TLSFiles,
+    plane_certificates,
+    process_env,
+    service_server_name,
+)
 from flotilla.store import MemoryStore, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
@@ -45,15 +52,16 @@ class Security:
 @pytest.fixture(scope="session", autouse=True)
 def security(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Security]:
     pki = tmp_path_factory.mktemp("pki")
-    # The tests call as an administrator (system:masters), as `flotilla up`'s admin certificate does.
-    # Its certificate also serves every service a test starts.
-    certificates = plane_certificates(pki, ["etcd", "tester"], groups={"tester": [MASTERS]},
-                                      services={"tester": [*SERVICES, "sim"]})
+    certificates = plane_certificates(pki, ["etcd"])
+    # The tests call as an administrator (system:masters), as `flotilla up`'s admin certificate
+    # does, and the same certificate serves every service a test starts: one for both uses.
+    tester = Authority(pki, "flotilla-ca").issue(
+        "tester", "tester", [*LOOPBACK, *(service_server_name(s) for s in (*SERVICES, "sim"))], groups=[MASTERS])
     key_file = new_key_file(pki / "encryption-keys.yaml")
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in {**process_env(certificates["tester"]), ENV_KEY_FILE: str(key_file)}.items():
+        for name, value in {**process_env(tester), ENV_KEY_FILE: str(key_file)}.items():
             patch.setenv(name, value)
-        yield Security(pki, certificates["etcd"], certificates["tester"], key_file)
+        yield Security(pki, certificates["etcd"], tester, key_file)
 
 
 @pytest.fixture(scope="session")

@@ -173,7 +173,7 @@ class LocalControlPlane:
             names = ["etcd", "sim", *serving]
             ca_cert, ca_key = self.ca or (None, None)
             self.certificates = tls.plane_certificates(self.data_dir / "pki", names, ca_cert, ca_key,
-                                                       services=serving)
+                                                       services=serving, clients=["sim"])
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
 
     def _restrict_etcd(self) -> None:
@@ -204,7 +204,8 @@ class LocalControlPlane:
 
     def _tls_env(self, name: str) -> dict[str, str]:
         # An etcd of the user's (--etcd-endpoints) is reached with the user's FLOTILLA_ETCD_* settings.
-        return tls.process_env(self.certificates.get(name), etcd=not self.external_etcd)
+        return tls.process_env(self.certificates.get(name), etcd=not self.external_etcd,
+                               etcd_files=self.certificates.get(name + tls.CLIENT_SUFFIX))
 
     def context(self) -> ctx.Context:
         """What `flotillactl` needs to use this plane: etcd, the admin certificate, the key file."""

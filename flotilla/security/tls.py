@@ -239,30 +239,49 @@ def write_file(path: Path, data: bytes, private: bool = False) -> None:
     os.replace(temporary, path)
 
 
+CLIENT_SUFFIX = "-client"
+
+
 def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | None = None,
                        ca_key: Path | None = None, groups: Mapping[str, Sequence[str]] | None = None,
-                       services: Mapping[str, Sequence[str]] | None = None) -> dict[str, TLSFiles]:
-    """What `flotilla up` gives each process it starts: a certificate whose common name is the
-    process's name (in the `groups` given for it), for loopback and the server names of the
-    services it serves (`services[name]`); usable to serve and to call (etcd's included),
-    signed by the plane's CA (made in `directory`, or the given one); and `admin`, the tools'
-    client certificate, in the `system:masters` group."""
+                       services: Mapping[str, Sequence[str]] | None = None,
+                       clients: Sequence[str] = ()) -> dict[str, TLSFiles]:
+    """What `flotilla up` gives each process it starts, signed by the plane's CA (made in
+    `directory`, or the given one); the common name is the process's name (in the `groups`
+    given for it):
+
+    - a process serving services (`services[name]`, their server names in it): a serving
+      certificate `name` that cannot call, and a client certificate `name-client` (for etcd)
+      that cannot serve, so neither is good for the other's job;
+    - a process that only calls (`clients`): a client certificate `name`;
+    - any other (etcd, whose peers call each other; a test's all-purpose one): one for both;
+    - `admin`, the tools' client certificate, in the `system:masters` group.
+    """
     authority = Authority(directory, "flotilla-ca", ca_cert, ca_key)
     groups, services = groups or {}, services or {}
-
-    def hosts(name: str) -> list[str]:
-        return [*LOOPBACK, *(service_server_name(service) for service in services.get(name, ()))]
-
-    issued = {name: authority.issue(name, name, hosts(name), groups=groups.get(name, ())) for name in processes}
+    issued = {}
+    for name in processes:
+        mine = groups.get(name, ())
+        if name in services:
+            hosts = [*LOOPBACK, *(service_server_name(service) for service in services[name])]
+            issued[name] = authority.issue(name, name, hosts, server=True, client=False, groups=mine)
+            issued[name + CLIENT_SUFFIX] = authority.issue(name + CLIENT_SUFFIX, name, [], server=False, client=True,
+                                                           groups=mine)
+        elif name in clients:
+            issued[name] = authority.issue(name, name, [], server=False, client=True, groups=mine)
+        else:
+            issued[name] = authority.issue(name, name, list(LOOPBACK), groups=mine)
     issued["admin"] = authority.issue("admin", "admin", [], server=False, client=True, groups=[MASTERS])
     return issued
 
 
-def process_env(files: TLSFiles | None, etcd: bool = True) -> dict[str, str]:
-    """The variables that make a process use `files` for gRPC (and for etcd)."""
+def process_env(files: TLSFiles | None, etcd: bool = True, etcd_files: TLSFiles | None = None) -> dict[str, str]:
+    """The variables that make a process use `files` for gRPC (and `etcd_files`, by default the
+    same, for etcd)."""
     if files is None:
         return {}
     env = {ENV_CA: files.ca, ENV_CERT: files.cert, ENV_KEY: files.key}
     if etcd:
-        env.update({ENV_ETCD_CA: files.ca, ENV_ETCD_CERT: files.cert, ENV_ETCD_KEY: files.key})
+        client = etcd_files or files
+        env.update({ENV_ETCD_CA: client.ca, ENV_ETCD_CERT: client.cert, ENV_ETCD_KEY: client.key})
     return env

@@ -114,3 +114,22 @@ async def test_flotilla_etcd_auth_turns_it_on_for_a_deployed_plane(
     with pytest.raises(SystemExit):
         main(["etcd-auth", "--user", "scheduler=superuser"])
     assert "role must be one of" in capsys.readouterr().err
+
+
+async def test_a_serving_certificate_cannot_call_etcd(
+        private_etcd: EmbeddedEtcd, security: Security, tmp_path: Path) -> None:
+    """A service serves with one certificate and calls etcd with another (flotilla up issues
+    both): the one it serves with is no client certificate."""
+    certificates = tls.plane_certificates(tmp_path / "pki", ["scheduler"], security.pki / "ca.crt",
+                                          security.pki / "ca.key", services={"scheduler": ["scheduler"]})
+    calls = make_client(private_etcd.endpoint, tls=certificates["scheduler-client"])
+    serves = make_client(private_etcd.endpoint, tls=certificates["scheduler"])
+    try:
+        await calls.connect()
+        await calls.get(b"/flotilla/clusters/member1")
+        with pytest.raises(aetcd.exceptions.ClientError):
+            await serves.connect()
+            await serves.get(b"/flotilla/clusters/member1")
+    finally:
+        await calls.close()
+        await serves.close()

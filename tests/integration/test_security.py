@@ -112,22 +112,28 @@ class Listener:
             "flotilla.v1.Webhook", {"Apply": handler}),))
 
 
-@pytest.mark.parametrize("serving", ["plain", "another service's certificate"])
+@pytest.mark.parametrize("serving", ["plain", "another service's certificate", "a tool's certificate"])
 async def test_an_endpoint_record_gets_no_plaintext_nor_a_misverified_call(
         serving: str, store: Store, security: Security, tmp_path: Path) -> None:
     """Anyone who can write an endpoint record (or the webhook's name in one) still cannot
     have a caller send a request, with a member token in it say, over plain gRPC or to a
     server whose certificate is not the webhook's."""
     listener = Listener()
+    authority = tls.Authority(tmp_path, "unused", security.pki / "ca.crt", security.pki / "ca.key")
     if serving == "plain":
         port = listener.server.add_insecure_port("127.0.0.1:0")
+    elif serving == "a tool's certificate":
+        # Even one naming the webhook: a certificate issued to call cannot serve.
+        tool = authority.issue("tool", "tool", [*tls.LOOPBACK, tls.service_server_name("webhook")], server=False,
+                               client=True)
+        port = listener.server.add_secure_port("127.0.0.1:0", tool.server_credentials())
     else:
-        status = tls.Authority(tmp_path, "unused", security.pki / "ca.crt", security.pki / "ca.key").issue(
-            "status", "status", [*tls.LOOPBACK, tls.service_server_name("status")])
+        status = authority.issue("status", "status", [*tls.LOOPBACK, tls.service_server_name("status")])
         port = listener.server.add_secure_port("127.0.0.1:0", status.server_credentials())
     await listener.server.start()
     # What the record claims is what a caller once believed: plain, or the other service's name.
-    claims = {"tls": "none"} if serving == "plain" else {"tls": "mutual", "tls_server_name": "flotilla-status"}
+    claims = {"tls": "none"} if serving == "plain" else {"tls": "mutual", "tls_server_name": "flotilla-webhook"
+                                                         if serving == "a tool's certificate" else "flotilla-status"}
     fake = Endpoint(service="claimed-by-the-record", id="fake", address=f"127.0.0.1:{port}", extra=claims)
     await store.client.put(f"{ENDPOINTS_PREFIX}webhook/fake".encode(), json.dumps(asdict(fake)).encode())
     try:

@@ -14,17 +14,25 @@ from flotilla.security import context, tls
 
 @pytest.fixture
 def certificates(tmp_path: Path) -> dict[str, tls.TLSFiles]:
-    return tls.plane_certificates(tmp_path / "pki", ["etcd", "webhook"])
+    return tls.plane_certificates(tmp_path / "pki", ["etcd", "webhook", "sim"], services={"webhook": ["webhook"]},
+                                  clients=["sim"])
 
 
-def test_each_process_gets_its_name_as_identity_and_tools_a_client_only_certificate(
+def test_each_process_gets_its_name_as_identity_and_no_certificate_serves_and_calls(
         certificates: dict[str, tls.TLSFiles]) -> None:
-    for name, server in (("webhook", True), ("admin", False)):
-        cert = x509.load_pem_x509_certificate(Path(certificates[name].cert).read_bytes())
+    # (file, common name, may serve, may call): a service serves with one certificate and calls
+    # etcd with another; tools and the simulator only call; etcd, whose peers call it, does both.
+    for file, name, server, client in (("webhook", "webhook", True, False), ("webhook-client", "webhook", False, True),
+                                       ("admin", "admin", False, True), ("sim", "sim", False, True),
+                                       ("etcd", "etcd", True, True)):
+        cert = x509.load_pem_x509_certificate(Path(certificates[file].cert).read_bytes())
         assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == name
         usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-        assert (ExtendedKeyUsageOID.SERVER_AUTH in usages) is server
-        assert ExtendedKeyUsageOID.CLIENT_AUTH in usages
+        assert (ExtendedKeyUsageOID.SERVER_AUTH in usages, ExtendedKeyUsageOID.CLIENT_AUTH in usages) == (
+            server, client), file
+    served = x509.load_pem_x509_certificate(Path(certificates["webhook"].cert).read_bytes())
+    names = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "flotilla-webhook" in names.get_values_for_type(x509.DNSName)
     assert Path(certificates["webhook"].key).stat().st_mode & 0o077 == 0
 
 
