@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python -m flotilla.plane.benchmarks.store
 	$(BIN)/python -m flotilla.plane.benchmarks.schedule
 	$(BIN)/python -m flotilla.plane.benchmarks.hostile
+	$(BIN)/python -m flotilla.plane.benchmarks.authorization
 	$(BIN)/python -m flotilla.plane.benchmarks.watch_latency
 	$(BIN)/python -m flotilla.plane.benchmarks.rollout
 	$(BIN)/python -m flotilla.plane.benchmarks.failover

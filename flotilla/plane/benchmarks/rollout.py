@@ -38,7 +38,7 @@ from typing import Any
 from flotilla.api import registry
 from flotilla.api.v1 import webhook_pb2
 from flotilla.cli.webhook_client import WebhookClient
-from flotilla.plane.benchmarks import arguments
+from flotilla.plane.benchmarks import ROOT, arguments
 from flotilla.plane.benchmarks.readyz_probe import Target, targets
 from flotilla.plane.benchmarks.resources import lifetime_peak_rss_mib
 from flotilla.plane.benchmarks.stats import summary
@@ -50,7 +50,6 @@ from flotilla.store import Informer, Store
 from flotilla.store.embedded import free_port
 
 # The checkout, where the processes this benchmark starts run.
-ROOT = Path(__file__).resolve().parents[3]
 
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"

@@ -28,13 +28,12 @@ from typing import Any
 
 from flotilla.api import codec, registry
 from flotilla.api.events import EventType
-from flotilla.plane.benchmarks import arguments
+from flotilla.plane.benchmarks import ROOT, arguments
 from flotilla.store import Informer, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
 
 # The checkout, where the processes this benchmark starts run.
-ROOT = Path(__file__).resolve().parents[3]
 
 GROUPS = 10
 FAILED = "member-000"
