@@ -1,8 +1,9 @@
 """deploy/: the kustomizations render, every object is valid Kubernetes, the Deployments keep
 the rules of issue 12 (probes, security, labels, resources), least privilege holds (issue 34:
-NetworkPolicies, the encryption key only where Secrets are read or written), and each service
-starts locally from exactly what its rendered container spec says, as its own etcd user with
-its service's role, and answers the probes it names."""
+NetworkPolicies, the encryption key only where Secrets are read or written, a service serving
+gRPC and calling etcd with certificates of different Secrets), and each service starts locally
+from exactly what its rendered container spec says, as its own etcd user with its service's
+role, and answers the probes it names."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from pathlib import Path
 import aetcd.exceptions
 import grpc
 import pytest
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.plane import etcd_access
@@ -82,6 +85,11 @@ def mounted_secrets(workload: Obj) -> dict[str, str]:
     secrets = {v["name"]: v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v}
     return {secrets[m["name"]]: m["mountPath"] for m in container_of(workload).get("volumeMounts", [])
             if m["name"] in secrets}
+
+
+def secret_of(workload: Obj, path: str) -> str:
+    """The Secret the workload's container finds `path` in; "" when no Secret is mounted there."""
+    return next((secret for secret, mount in mounted_secrets(workload).items() if path.startswith(mount + "/")), "")
 
 
 @pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
@@ -272,6 +280,21 @@ def test_a_default_deny_covers_every_pod_of_the_namespace(kustomization: str) ->
 
 
 @pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
+def test_each_service_serves_with_one_secret_and_calls_etcd_with_another(kustomization: str) -> None:
+    """Issue 34: a service's gRPC certificate, key and CA come from flotilla-<service>-tls, its etcd
+    client certificate, key and CA from flotilla-<service>-client-tls, never the same Secret."""
+    objs = render(kustomization)
+    for name in SERVICES:
+        deployment = one(objs, "Deployment", f"flotilla-{name}")
+        env = container_env(objs, container_of(deployment))
+        serving = {secret_of(deployment, env[f"FLOTILLA_TLS_{k}"]) for k in ("CERT", "KEY", "CA")}
+        calling = {secret_of(deployment, env[f"FLOTILLA_ETCD_{k}"]) for k in ("CERT", "KEY", "CACERT")}
+        assert serving == {f"flotilla-{name}-tls"}, name
+        assert calling == {f"flotilla-{name}-client-tls"}, name
+        assert serving.isdisjoint(calling), name
+
+
+@pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
 def test_only_the_services_that_read_or_write_secrets_have_the_encryption_key(kustomization: str) -> None:
     objs = render(kustomization)
     (flags,) = find(objs, "ConfigMap")
@@ -314,8 +337,10 @@ def test_flotilla_etcd_auth_defaults_to_the_deployed_certificates() -> None:
     issues, with the role of the service its Deployment runs."""
     assert etcd_access.DEPLOYED == SERVICES
     docs = (ROOT / "docs" / "deploy.md").read_text()
-    issued = re.search(r'for name in \[([^\]]*)\]:\n\s*# .*\n\s*ca\.issue\(name, name,', docs)
-    assert issued, "docs/deploy.md no longer issues the services' certificates in one loop"
+    issued = re.search(r'for name in \[([^\]]*)\]:\n\s*# .*\n\s*ca\.issue\(name, name,[^\n]*\n'
+                       r'\s*server=True, client=False\)\n\s*# .*\n'
+                       r'\s*ca\.issue\(f"\{name\}-client", name, \[\], server=False, client=True\)\n', docs)
+    assert issued, "docs/deploy.md no longer issues the services' serving and client certificates in one loop"
     assert re.findall(r'"([^"]+)"', issued.group(1)) == list(SERVICES)
 
 
@@ -345,15 +370,28 @@ async def _health(address: str, service: str) -> int:
 
 
 def service_certificate(authority: tls.Authority, name: str) -> tls.TLSFiles:
-    """A service's certificate as docs/deploy.md issues it: common name `name` (its etcd user),
-    for its Service's names and for a port-forward."""
-    return authority.issue(name, name, [f"flotilla-{name}", f"flotilla-{name}.{NAMESPACE}.svc", *tls.LOOPBACK])
+    """A service's serving certificate as docs/deploy.md issues it: common name `name`, for its
+    Service's names and for a port-forward, serverAuth only."""
+    return authority.issue(name, name, [f"flotilla-{name}", f"flotilla-{name}.{NAMESPACE}.svc", *tls.LOOPBACK],
+                           server=True, client=False)
+
+
+def client_certificate(authority: tls.Authority, name: str) -> tls.TLSFiles:
+    """A service's etcd client certificate as docs/deploy.md issues it: the same common name (its
+    etcd user), clientAuth only."""
+    return authority.issue(f"{name}-client", name, [], server=False, client=True)
+
+
+def key_usages(cert_path: str) -> set[x509.ObjectIdentifier]:
+    cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
+    return set(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value)
 
 
 def secret_volumes(directory: Path, workload: Obj, authority: tls.Authority, security: Security) -> dict[str, str]:
     """What the Secrets the workload mounts would hold (and nothing it does not mount), made as
     docs/deploy.md makes them: flotilla-<name>-tls a kubernetes.io/tls-style Secret of the
-    certificate issued for `name`, flotilla-encryption the session's encryption keys."""
+    serving certificate issued for `name`, flotilla-<name>-client-tls one of its client
+    certificate, flotilla-encryption the session's encryption keys."""
     mounts = {}
     for secret, mount_path in mounted_secrets(workload).items():
         local = directory / secret
@@ -361,9 +399,10 @@ def secret_volumes(directory: Path, workload: Obj, authority: tls.Authority, sec
         if secret == ENCRYPTION_SECRET:
             shutil.copy(security.key_file, local / "keys.yaml")
         else:
-            match = re.fullmatch(r"flotilla-(.+)-tls", secret)
+            match = re.fullmatch(r"flotilla-(.+?)(-client)?-tls", secret)
             assert match, f"{workload['metadata']['name']} mounts Secret {secret}, which docs/deploy.md does not make"
-            certificate = service_certificate(authority, match.group(1))
+            issue = client_certificate if match.group(2) else service_certificate
+            certificate = issue(authority, match.group(1))
             for target, source in (("tls.crt", certificate.cert), ("tls.key", certificate.key),
                                    ("ca.crt", certificate.ca)):
                 shutil.copy(source, local / target)
@@ -437,6 +476,9 @@ async def test_each_deployment_starts_locally_and_answers_its_probes(private_etc
             argv, env = local_process(objs, container, pod_name=pod, etcd_endpoint=private_etcd.endpoint,
                                       ports=ports, mounts=secret_volumes(tmp_path / name, deployment, authority,
                                                                          security))
+            # What it serves gRPC with cannot call; what it calls etcd with cannot serve.
+            assert key_usages(env["FLOTILLA_TLS_CERT"]) == {ExtendedKeyUsageOID.SERVER_AUTH}, name
+            assert key_usages(env["FLOTILLA_ETCD_CERT"]) == {ExtendedKeyUsageOID.CLIENT_AUTH}, name
             log = tmp_path / f"{name}.log"
             with log.open("wb") as out:
                 proc = subprocess.Popen(argv, env={**clean, **env}, cwd=tmp_path, stdout=out,
@@ -451,8 +493,8 @@ async def test_each_deployment_starts_locally_and_answers_its_probes(private_etc
 
         await asyncio.gather(*(check(name) for name in SERVICES))
 
-        # Auth is on: a service's certificate gets only its role (the scheduler reads no Secret).
-        scheduler = make_client(private_etcd.endpoint, tls=service_certificate(authority, "scheduler"))
+        # Auth is on: a service's client certificate gets only its role (the scheduler reads no Secret).
+        scheduler = make_client(private_etcd.endpoint, tls=client_certificate(authority, "scheduler"))
         try:
             await scheduler.connect()
             await scheduler.get(b"/flotilla/clusters/member1")
