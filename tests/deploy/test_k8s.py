@@ -337,8 +337,8 @@ def test_flotilla_etcd_auth_defaults_to_the_deployed_certificates() -> None:
     issues, with the role of the service its Deployment runs."""
     assert etcd_access.DEPLOYED == SERVICES
     docs = (ROOT / "docs" / "deploy.md").read_text()
-    issued = re.search(r'for name in \[([^\]]*)\]:\n\s*# .*\n\s*ca\.issue\(name, name,[^\n]*\n'
-                       r'\s*server=True, client=False\)\n\s*# .*\n'
+    issued = re.search(r'for name in \[([^\]]*)\]:\n(?:\s*# .*\n)+\s*ca\.issue\(name, name,[^\n]*\n'
+                       r'\s*server=True, client=False\)\n(?:\s*# .*\n)+'
                        r'\s*ca\.issue\(f"\{name\}-client", name, \[\], server=False, client=True\)\n', docs)
     assert issued, "docs/deploy.md no longer issues the services' serving and client certificates in one loop"
     assert re.findall(r'"([^"]+)"', issued.group(1)) == list(SERVICES)
