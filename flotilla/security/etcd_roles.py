@@ -27,7 +27,7 @@ the `root` role) has everything. Pure: a table in, grants out (tests/unit/test_e
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flotilla.api import registry
@@ -120,11 +120,6 @@ _SERVICES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
 }
 SERVICES = tuple(_SERVICES)
 
-
-def role_of(user: str, services: Mapping[str, str]) -> str:
-    """The role of an etcd user: `services` maps each process's name (its certificate's common
-    name) to the service it runs, `agent-<cluster>` for a Pull agent."""
-    return services[user]
 
 
 def grants_of(role: str) -> list[Grant]:

@@ -21,7 +21,6 @@ from flotilla.api import codec, registry
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.security import rbac
 from flotilla.security.rbac import Decision, Policy, Request, User
-from flotilla.store.base import meta_of
 from flotilla.store.informer import Informer
 
 log = logging.getLogger(__name__)
@@ -44,8 +43,8 @@ class Authorizer(Protocol):
 
     def authorize(self, user: User, request: Request) -> Decision: ...
 
-    def admit(self, user: User, verb: str, obj: Message) -> Decision:
-        """Whether `user` may `verb` (create, update, delete) this object."""
+    def admit(self, user: User, request: Request, obj: Message) -> Decision:
+        """Whether `user` may write this object as `request` (request_for) asks."""
         ...
 
 
@@ -58,7 +57,7 @@ class AlwaysAllow:
     def authorize(self, user: User, request: Request) -> Decision:
         return Decision(True, ALWAYS_ALLOW)
 
-    def admit(self, user: User, verb: str, obj: Message) -> Decision:
+    def admit(self, user: User, request: Request, obj: Message) -> Decision:
         return Decision(True, ALWAYS_ALLOW)
 
 
@@ -77,6 +76,8 @@ class RBACAuthorizer:
         return all(informer.synced for informer in self.informers.values())
 
     async def wait_ready(self, timeout: float) -> bool:
+        if self.ready:  # every request asks: no task to start once the informers have synced
+            return True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*(i.wait_synced() for i in self.informers.values())), timeout)
         return self.ready
@@ -107,11 +108,9 @@ class RBACAuthorizer:
             return Decision(False, NOT_READY)
         return self.policy().authorize(user, request)
 
-    def admit(self, user: User, verb: str, obj: Message) -> Decision:
-        rt = registry.for_object(obj)
-        meta = meta_of(obj)
-        decision = self.authorize(user, request_for(verb, rt, meta.namespace, meta.name))
-        if not decision.allowed or verb == "delete" or not isinstance(obj, Unstructured) \
+    def admit(self, user: User, request: Request, obj: Message) -> Decision:
+        decision = self.authorize(user, request)
+        if not decision.allowed or request.verb == "delete" or not isinstance(obj, Unstructured) \
                 or obj.api_version != rbac.API_VERSION or obj.kind not in rbac.KINDS:
             return decision
         refusal = escalation(self.policy(), user, codec.to_dict(obj))

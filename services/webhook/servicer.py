@@ -107,6 +107,11 @@ def _kind(obj: Message) -> str:
     return kind
 
 
+def applied_by(user: User) -> str:
+    """Who a write is recorded as made by: "" for an anonymous caller, whom nothing vouches for."""
+    return "" if user.name == ANONYMOUS else user.name
+
+
 class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     def __init__(self, admission: Admission, events: EventRecorder | None = None,
                  require_identity: bool = False, authorizer: Authorizer | None = None,
@@ -141,7 +146,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         def check(verb: str, obj: Message) -> None:
             meta = meta_of(obj)
             request = request_for(verb, registry.for_object(obj), meta.namespace, meta.name)
-            decision = self._decide(method, user, request, self.authorizer.admit(user, verb, obj))
+            decision = self._decide(method, user, request, self.authorizer.admit(user, request, obj))
             if not decision.allowed:
                 raise Forbidden(decision.reason)
         return check
@@ -158,7 +163,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
         user = await self._caller(context)
-        identity = "" if user.name == ANONYMOUS else user.name
+        identity = applied_by(user)
         doc = document(request)
         if isinstance(doc, Review):
             return _response(doc)
@@ -221,7 +226,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
             await abort(context, grpc.StatusCode.NOT_FOUND, str(e))
         except Conflict as e:
             await abort(context, grpc.StatusCode.ABORTED, str(e))
-        identity = "" if user.name == ANONYMOUS else user.name
+        identity = applied_by(user)
         log.info("event=delete kind=%s name=%s/%s result=%s by=%s", request.kind, namespace, request.name,
                  result, identity or "-")
         self._record(deleted, "Deleted", result, identity)
