@@ -168,12 +168,11 @@ class LocalControlPlane:
         if not self.key_file.exists():
             crypto.new_key_file(self.key_file)
         if not self.insecure:
-            processes = [*SERVICES, *(f"agent-{m}" for m in self.member_names)]
-            serving = {i: [name] for name in processes for i in self.instances(name)}
-            names = ["etcd", "sim", *serving]
+            serving = self.serving_processes()
             ca_cert, ca_key = self.ca or (None, None)
-            self.certificates = tls.plane_certificates(self.data_dir / "pki", names, ca_cert, ca_key,
-                                                       services=serving, clients=["sim"])
+            self.certificates = tls.plane_certificates(
+                self.data_dir / "pki", ["etcd", "sim", *serving], ca_cert, ca_key,
+                services={instance: [service] for instance, service in serving.items()}, clients=["sim"])
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
 
     def _restrict_etcd(self) -> None:
@@ -182,18 +181,22 @@ class LocalControlPlane:
         from flotilla.store import etcd_auth
         from flotilla.store.connect import make_client
 
-        processes = {**{f"agent-{m}": f"agent-{m}" for m in self.member_names}, **{s: s for s in SERVICES}}
-        users = {instance: role for name, role in processes.items() for instance in self.instances(name)}
-
         async def enable() -> None:
             client = make_client(self.endpoints, tls=self.certificates["admin"])
             try:
                 await client.connect()
-                await etcd_auth.enable(client, {**users, "sim": "sim"}, admins=["admin"])
+                # Each process's role is the service it serves (etcd_roles names them alike).
+                await etcd_auth.enable(client, {**self.serving_processes(), "sim": "sim"}, admins=["admin"])
             finally:
                 await client.close()
 
         asyncio.run(enable())
+
+    def serving_processes(self) -> dict[str, str]:
+        """Each process that serves, by its name (its identity), with the service it serves: every
+        service's replicas and every Pull agent's (`agent-<cluster>`)."""
+        processes = [*SERVICES, *(f"agent-{m}" for m in self.member_names)]
+        return {instance: name for name in processes for instance in self.instances(name)}
 
     def _service_args(self, service: str) -> list[str]:
         if service != "webhook":
