@@ -20,6 +20,7 @@ import yaml
 
 from flotilla.aio.clock import RealClock
 from flotilla.runtime.flags import duration
+from flotilla.store import Store
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint, Registration
 from sim.catalog import CRD, crd_document, plural_of
@@ -170,7 +171,7 @@ async def serve(args: argparse.Namespace) -> None:
         if args.etcd_endpoints:
             etcd = make_client(args.etcd_endpoints)
             await etcd.connect()
-            registration = Registration(etcd, Endpoint(
+            registration = Registration(Store(etcd, endpoints=args.etcd_endpoints), Endpoint(
                 service="sim", id=f"{socket.gethostname()}-{os.getpid()}", address=address,
                 pid=os.getpid(), started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 # Not a gRPC server: status tools check it over HTTP at this path.

@@ -129,7 +129,7 @@ def start_service(name: str, etcd: EmbeddedEtcd, data_dir: Path, *args: str,
         s = await Store.connect(etcd.endpoint)
         try:
             async with asyncio.timeout(30):
-                while not any(e.pid == proc.pid for e in await list_endpoints(s.client, registers_as or name)):
+                while not any(e.pid == proc.pid for e in await list_endpoints(s, registers_as or name)):
                     if proc.poll() is not None:
                         raise RuntimeError(f"{name} exited: {(data_dir / f'{name}.log').read_text()[-2000:]}")
                     await asyncio.sleep(0.05)

@@ -160,7 +160,7 @@ Method = Callable[[scheduler_pb2_grpc.SchedulerStub], Callable[..., Awaitable[R]
 
 async def call_scheduler(store: Store, method: Method[R], request: object) -> R:
     """One RPC, trying each registered scheduler replica until one answers."""
-    found = await list_endpoints(store.client, "scheduler")
+    found = await list_endpoints(store, "scheduler")
     if not found:
         raise UserError(f"no scheduler service is registered in etcd at {store.endpoints} (is `flotilla up` running?)")
     tried = []

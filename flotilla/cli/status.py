@@ -9,13 +9,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-import aetcd
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.cli.connection import open_store, service_channel
 from flotilla.cli.table import table
 from flotilla.runtime.health import REASON_METADATA
+from flotilla.store import Store
+from flotilla.store.base import StoreBase
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
 
@@ -61,10 +62,10 @@ def endpoint_health(endpoint: Endpoint) -> Awaitable[tuple[str, str]]:
     return check_health(endpoint)
 
 
-async def collect(client: aetcd.Client) -> list[InstanceStatus]:
-    endpoints = await list_endpoints(client)
+async def collect(store: StoreBase) -> list[InstanceStatus]:
+    endpoints = await list_endpoints(store)
     healths = await asyncio.gather(*(endpoint_health(e) for e in endpoints))
-    leaders = {s: await current_leader(client, s) for s in {e.service for e in endpoints}}
+    leaders = {s: await current_leader(store, s) for s in {e.service for e in endpoints}}
     return [
         InstanceStatus(e, health, leaders.get(e.service) == e.id, reason)
         for e, (health, reason) in zip(endpoints, healths, strict=True)
@@ -114,9 +115,10 @@ async def wait_for_services(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     async with make_client(endpoints) as client:
+        store = Store(client, endpoints=endpoints)
         while True:
             check()
-            serving = Counter(s.endpoint.service for s in await collect(client) if s.health == "SERVING")
+            serving = Counter(s.endpoint.service for s in await collect(store) if s.health == "SERVING")
             missing = [s for s in services if serving[s] < instances]
             if not missing:
                 return
@@ -128,7 +130,7 @@ async def wait_for_services(
 
 async def cmd_status(args: argparse.Namespace) -> int:
     async with open_store(args) as store:
-        statuses = await collect(store.client)
+        statuses = await collect(store)
     if args.output == "json":
         print(render_json(statuses))
     elif not statuses:

@@ -37,7 +37,7 @@ class WebhookClient:
             self._addresses = [a.strip() for a in os.environ[ADDRESS_ENV].split(",") if a.strip()]
             self._endpoints = {}
         if self._addresses is None:
-            found = await list_endpoints(self.store.client, "webhook")
+            found = await list_endpoints(self.store, "webhook")
             if not found:
                 raise UserError(
                     f"no webhook service is registered in etcd at {self.store.endpoints} (is `flotilla up` running?)"

@@ -30,7 +30,7 @@ from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import feature_gates
 from flotilla.security import context as ctx
 from flotilla.security import tls
-from flotilla.store import StoreError
+from flotilla.store import Store, StoreError
 from flotilla.store.connect import channel_target
 from flotilla.store.embedded import EtcdError
 
@@ -148,7 +148,7 @@ def sim_fault(args: argparse.Namespace) -> int:
     async def run() -> None:
         client = make_client(endpoints, timeout=5, tls=plane_tls)
         try:
-            found = await list_endpoints(client, "sim")
+            found = await list_endpoints(Store(client, endpoints=endpoints), "sim")
         except Exception as e:  # aetcd raises several unrelated types for "not there"
             raise UpError(f"cannot reach etcd at {endpoints}: {e}") from e
         finally:

@@ -219,7 +219,7 @@ class Runner:
         health_server = await self._start_health_server(host)
         self.metrics_port = _start_metrics(self.args.metrics_port, self.args.metrics_bind_address)
         registration = Registration(
-            store.client,
+            store,
             Endpoint(
                 service=self.spec.name,
                 id=self.identity,
@@ -320,7 +320,7 @@ class Runner:
         async def standby(_leader: str) -> None:
             await self._election(None)
 
-        elector = LeaderElector(ctx.store.client, self.spec.name, self.identity, ttl,
+        elector = LeaderElector(ctx.store, self.spec.name, self.identity, ttl,
                                 on_retry=failing, on_standby=standby)
         ctx.elector = elector
         await elector.campaign()

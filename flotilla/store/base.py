@@ -212,6 +212,10 @@ class StoreBase(abc.ABC):
     async def grant_lease(self, ttl: int) -> int: ...
 
     @abc.abstractmethod
+    async def refresh_lease(self, lease: int) -> int:
+        """Keep a lease alive for another TTL; the TTL it now has, 0 when it is gone."""
+
+    @abc.abstractmethod
     async def revoke_lease(self, lease: int) -> None:
         """End a lease now; the keys written on it go with it."""
 

@@ -21,37 +21,37 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aetcd
-import aetcd.exceptions
-import aetcd.rtypes
-
 from flotilla.aio.tasks import cancel_and_wait
-from flotilla.store.connect import watch as checked_watch
+from flotilla.store.base import KeyValue, StoreBase, WatchKind
+from flotilla.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 
 ELECTION_PREFIX = "/flotilla/election/"
 
-# What a lost or restarting etcd raises: aetcd's errors, and our own bound on a call.
-ETCD_ERRORS = (aetcd.exceptions.ClientError, TimeoutError)
+# What a lost or restarting store raises: its own errors, and our own bound on a call.
+STORE_ERRORS = (StoreError, TimeoutError)
 
 
 def election_key(service: str) -> str:
     return f"{ELECTION_PREFIX}{service}"
 
 
-async def current_leader(client: aetcd.Client, service: str) -> str | None:
-    got = await client.get(election_key(service).encode())
-    return got.value.decode() if got else None
+async def current_leader(store: StoreBase, service: str) -> str | None:
+    got = await store._kv_get(election_key(service))
+    return got.value.decode(errors="replace") if got else None
 
 
 class LeaderElector:
-    def __init__(self, client: aetcd.Client, service: str, identity: str, ttl: int = 10,
+    """Campaigns through the store's key-value primitives, so a service elects its leader the
+    same way on etcd and through the plane's storage API (a Pull agent)."""
+
+    def __init__(self, store: StoreBase, service: str, identity: str, ttl: int = 10,
                  backoff: tuple[float, float] = (0.2, 2.0),
                  on_retry: Callable[[BaseException], Awaitable[None]] | None = None,
                  on_standby: Callable[[str], Awaitable[None]] | None = None) -> None:
-        self.client = client
-        self.key = election_key(service).encode()
+        self.store = store
+        self.key = election_key(service)
         self.identity = identity
         self.ttl = ttl
         self.lease_id: int | None = None
@@ -60,21 +60,21 @@ class LeaderElector:
         self._backoff = backoff
         # Told of each failed attempt, so the service can say why it is not leading.
         self._on_retry = on_retry
-        # Told when etcd answered and another instance holds the key: a healthy standby.
+        # Told when the store answered and another instance holds the key: a healthy standby.
         self._on_standby = on_standby
         self.holder = ""
-        # One etcd call may not outlast the lease it is trying to keep or win.
+        # One call may not outlast the lease it is trying to keep or win.
         self._call_timeout = max(float(ttl), 1.0)
 
     @property
     def is_leader(self) -> bool:
         return self.lease_id is not None and not self.lost.is_set()
 
-    async def _bounded(self, awaitable: Any) -> Any:
+    async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
         return await asyncio.wait_for(awaitable, self._call_timeout)
 
     async def campaign(self) -> None:
-        """Return once this instance is the leader; etcd errors are retried, not raised."""
+        """Return once this instance is the leader; store errors are retried, not raised."""
         delay = self._backoff[0]
         while True:
             try:
@@ -84,77 +84,69 @@ class LeaderElector:
                 if self._on_standby is not None:
                     await self._on_standby(self.holder)
                 await self._wait_for_vacancy()
-            except ETCD_ERRORS as e:
+            except STORE_ERRORS as e:
                 log.warning("event=campaign-retry key=%s identity=%s retry_in=%gs error=%s: %s",
-                            self.key.decode(), self.identity, delay, type(e).__name__, e)
+                            self.key, self.identity, delay, type(e).__name__, e)
                 if self._on_retry is not None:
                     await self._on_retry(e)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self._backoff[1])
 
     async def _try_acquire(self) -> bool:
-        tx = self.client.transactions
-        lease = await self._bounded(self.client.lease(self.ttl))
+        lease: int = await self._bounded(self.store.grant_lease(self.ttl))
+        mine = self.identity.encode()
         try:
-            ok, responses = await self._bounded(self.client.transaction(
-                compare=[tx.create(self.key) == 0],
-                success=[tx.put(self.key, self.identity.encode(), lease=lease.id)],
-                failure=[tx.get(self.key)],
-            ))
-            held = None if ok else _holder(responses)
-            self.holder = held[0].decode(errors="replace") if held is not None else ""
-            if held is not None and held[0] == self.identity.encode():
+            created = await self._bounded(self.store._kv_create(self.key, mine, lease))
+            ok = isinstance(created, int)
+            held = created if isinstance(created, KeyValue) else None
+            self.holder = held.value.decode(errors="replace") if held is not None else ""
+            if held is not None and held.value == mine:
                 # Our own earlier term's key: replace it (compare-and-swap on its revision).
-                ok, _ = await self._bounded(self.client.transaction(
-                    compare=[tx.mod(self.key) == held[1]],
-                    success=[tx.put(self.key, self.identity.encode(), lease=lease.id)],
-                    failure=[],
-                ))
+                ok = await self._bounded(self.store._kv_put_if(self.key, mine, held.mod_revision, lease)) is not None
         except BaseException:
-            await self._revoke_quietly(lease.id)
+            await self._revoke_quietly(lease)
             raise
         if not ok:
-            await self._revoke_quietly(lease.id)
+            await self._revoke_quietly(lease)
             return False
-        self.lease_id = lease.id
+        self.lease_id = lease
         self.lost.clear()
         self._keepalive = asyncio.create_task(self._keep_alive())
-        log.info("event=leader-acquired key=%s identity=%s", self.key.decode(), self.identity)
+        log.info("event=leader-acquired key=%s identity=%s", self.key, self.identity)
         return True
 
     async def _revoke_quietly(self, lease_id: int) -> None:
         # Best effort: an unrevoked lease holds no key and expires by itself.
-        with contextlib.suppress(*ETCD_ERRORS):
-            await self._bounded(self.client.revoke_lease(lease_id))
+        with contextlib.suppress(*STORE_ERRORS):
+            await self._bounded(self.store.revoke_lease(lease_id))
 
     async def _wait_for_vacancy(self) -> None:
         """Return when the key is gone, or after one TTL at most: a watch that silently
         stopped (etcd restarted under it) must not keep a standby waiting for ever."""
-        got = await self._bounded(self.client.get(self.key))
+        got = await self._bounded(self.store._kv_get(self.key))
         if got is None:
             return
-        watch = await self._bounded(checked_watch(
-            self.client, self.key, start_revision=got.mod_revision + 1, kind=aetcd.rtypes.EventKind.DELETE
-        ))
+        # A watch of the key itself: the store's watch is by prefix, so other keys that
+        # start with this one (service `a` and `a-2`) are skipped here.
         try:
-            async with asyncio.timeout(self.ttl):
-                async for _ in watch:
-                    return
+            async with asyncio.timeout(self.ttl), contextlib.aclosing(
+                    self.store.watch(self.key, got.mod_revision + 1)) as events:
+                async for event in events:
+                    if event.key == self.key and event.kind == WatchKind.DELETE:
+                        return
         except TimeoutError:
             return
-        finally:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(watch.cancel(), 2)
 
     async def _keep_alive(self) -> None:
+        assert self.lease_id is not None
         interval = max(self.ttl / 3, 0.2)
         loop = asyncio.get_running_loop()
         expires = loop.time() + self.ttl
         while True:
             await asyncio.sleep(interval)
             try:
-                reply = await asyncio.wait_for(self.client.refresh_lease(self.lease_id), interval)
-            except ETCD_ERRORS as e:
+                remaining = await asyncio.wait_for(self.store.refresh_lease(self.lease_id), interval)
+            except STORE_ERRORS as e:
                 # Survivable while the lease still has time left; past that another
                 # instance may already lead, so we must stop acting as leader.
                 log.warning("event=lease-refresh-failed identity=%s error=%s", self.identity, e)
@@ -162,10 +154,10 @@ class LeaderElector:
                     break
                 continue
             expires = loop.time() + self.ttl
-            if reply is None or reply.TTL <= 0:
+            if remaining <= 0:
                 break
         # Reached only when the lease is gone or ran out; resigning cancels this task instead.
-        log.warning("event=leader-lost key=%s identity=%s", self.key.decode(), self.identity)
+        log.warning("event=leader-lost key=%s identity=%s", self.key, self.identity)
         self.lost.set()
 
     async def resign(self) -> None:
@@ -175,12 +167,3 @@ class LeaderElector:
         if lease_id is not None:
             await self._revoke_quietly(lease_id)
         self.lost.set()
-
-
-def _holder(responses: Any) -> tuple[bytes, int] | None:
-    kvs = responses[0] if responses else None
-    if not kvs:
-        return None
-    value, got = kvs[0]
-    return bytes(value), int(got.mod_revision)
-

@@ -134,11 +134,13 @@ class MemoryStore(StoreBase):
         self._leases[self._next_lease] = _Lease(ttl, self.clock.monotonic() + ttl)
         return self._next_lease
 
-    async def refresh_lease(self, lease: int) -> None:
+    async def refresh_lease(self, lease: int) -> int:
+        self.expire_leases()
         found = self._leases.get(lease)
         if found is None:
-            raise StoreError(f"lease {lease:x} not found")
+            return 0
         found.deadline = self.clock.monotonic() + found.ttl
+        return found.ttl
 
     async def revoke_lease(self, lease: int) -> None:
         self._revoke(lease)

@@ -188,6 +188,10 @@ class Store(StoreBase):
         lease: Any = await self._call(self.client.lease(ttl))
         return int(lease.id)
 
+    async def refresh_lease(self, lease: int) -> int:
+        reply: Any = await self._call(self.client.refresh_lease(lease))
+        return max(int(reply.TTL), 0) if reply is not None else 0
+
     async def revoke_lease(self, lease: int) -> None:
         await self._call(self.client.revoke_lease(lease))
 

@@ -134,7 +134,7 @@ class ChaosPlane:
     async def statuses(self) -> list[InstanceStatus]:
         store = await Store.connect(self.endpoints)
         try:
-            return await collect(store.client)
+            return await collect(store)
         finally:
             await store.close()
 
@@ -143,8 +143,8 @@ class ChaosPlane:
         leader (it answers "leader changed" meanwhile)."""
         store = await Store.connect(self.endpoints)
         try:
-            identity = await current_leader(store.client, service)
-            found = {e.id: e for e in await list_endpoints(store.client, service)}
+            identity = await current_leader(store, service)
+            found = {e.id: e for e in await list_endpoints(store, service)}
         except aetcd.exceptions.ClientError:
             return None
         finally:
@@ -172,7 +172,7 @@ class ChaosPlane:
     async def fault(self, cluster: str, fault: str, latency: float | None = None) -> None:
         store = await Store.connect(self.endpoints)
         try:
-            sims = await list_endpoints(store.client, "sim")
+            sims = await list_endpoints(store, "sim")
         finally:
             await store.close()
         await simclient.set_fault(sims[0].address, cluster, fault, latency=latency)

@@ -509,7 +509,7 @@ async def test_each_deployment_starts_locally_and_answers_its_probes(private_etc
                 grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
                 metrics_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "metrics")
                 # Registered under the pod's name at the advertised $(POD_IP):<grpc port>.
-                endpoints = await list_endpoints(store.client, SERVICES[name])
+                endpoints = await list_endpoints(store, SERVICES[name])
                 assert [(e.id, e.address) for e in endpoints if e.pid == proc.pid] == [
                     (pod, f"127.0.0.1:{ports[grpc_port]}")]
                 url = f"http://127.0.0.1:{ports[metrics_port]}/metrics"

@@ -52,7 +52,7 @@ def defaulted(etcd: EmbeddedEtcd, doc: dict[str, Any]) -> dict[str, Any]:
     async def call() -> dict[str, Any]:
         s = await Store.connect(etcd.endpoint)
         try:
-            address = (await list_endpoints(s.client, "webhook"))[0].address
+            address = (await list_endpoints(s, "webhook"))[0].address
         finally:
             await s.close()
         async with grpc_channel(address, client_tls()) as channel:

@@ -72,7 +72,7 @@ def sim(clean_etcd: EmbeddedEtcd, tmp_path: Path) -> subprocess.Popen[bytes]:
         s = await Store.connect(clean_etcd.endpoint)
         try:
             async with asyncio.timeout(30):
-                while not any(e.pid == proc.pid for e in await list_endpoints(s.client, "sim")):
+                while not any(e.pid == proc.pid for e in await list_endpoints(s, "sim")):
                     assert proc.poll() is None, (tmp_path / "sim.log").read_text()
                     await asyncio.sleep(0.05)
         finally:
@@ -105,7 +105,7 @@ def fault(etcd: EmbeddedEtcd, cluster: str, what: str) -> None:
 async def cluster_health(etcd: EmbeddedEtcd, cluster: str) -> status_pb2.ClusterHealthReport:
     store = await Store.connect(etcd.endpoint)
     try:
-        (endpoint,) = await list_endpoints(store.client, "status")
+        (endpoint,) = await list_endpoints(store, "status")
     finally:
         await store.close()
     async with grpc_channel(endpoint.address, client_tls()) as channel:

@@ -32,7 +32,7 @@ def test_webhook_serves_health_and_reflection(etcd: EmbeddedEtcd, tmp_path: Path
         async def check() -> list[Endpoint]:
             store = await Store.connect(etcd.endpoint)
             try:
-                mine = [e for e in await list_endpoints(store.client, "webhook") if e.pid == proc.pid]
+                mine = [e for e in await list_endpoints(store, "webhook") if e.pid == proc.pid]
                 async with grpc_channel(mine[0].address, client_tls()) as channel:
                     reply = await health_pb2_grpc.HealthStub(channel).Check(
                         health_pb2.HealthCheckRequest(), timeout=5)
@@ -46,7 +46,7 @@ def test_webhook_serves_health_and_reflection(etcd: EmbeddedEtcd, tmp_path: Path
                 assert {"grpc.health.v1.Health", "flotilla.v1.Webhook"} <= names
                 proc.send_signal(signal.SIGTERM)
                 assert await asyncio.to_thread(proc.wait, 15) == 0
-                return await list_endpoints(store.client, "webhook")
+                return await list_endpoints(store, "webhook")
             finally:
                 await store.close()
 

@@ -70,7 +70,7 @@ class Caller:
 async def callers(audited_webhook: tuple[subprocess.Popen[bytes], Path], store: Store, security: Security,
                   tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Caller]]:
     proc, _ = audited_webhook
-    endpoint = next(e for e in await list_endpoints(store.client, "webhook") if e.pid == proc.pid)
+    endpoint = next(e for e in await list_endpoints(store, "webhook") if e.pid == proc.pid)
     identities = issue(security, tmp_path_factory.mktemp("identities"))
     yield {key: Caller(endpoint.address, files) for key, files in identities.items()}
 

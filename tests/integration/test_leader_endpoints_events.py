@@ -15,10 +15,10 @@ from tests.factories import make_cluster
 
 async def test_standby_takes_over_within_lease_ttl(store: Store) -> None:
     ttl = 2
-    first = LeaderElector(store.client, "svc", "first", ttl)
-    second = LeaderElector(store.client, "svc", "second", ttl)
+    first = LeaderElector(store, "svc", "first", ttl)
+    second = LeaderElector(store, "svc", "second", ttl)
     await first.campaign()
-    assert await current_leader(store.client, "svc") == "first"
+    assert await current_leader(store, "svc") == "first"
     standby = asyncio.create_task(second.campaign())
     await asyncio.sleep(0.3)
     assert not standby.done()
@@ -28,14 +28,14 @@ async def test_standby_takes_over_within_lease_ttl(store: Store) -> None:
     died = time.monotonic()
     await asyncio.wait_for(standby, ttl + 2)
     assert time.monotonic() - died <= ttl + 1
-    assert await current_leader(store.client, "svc") == "second"
+    assert await current_leader(store, "svc") == "second"
     await second.resign()
-    assert await current_leader(store.client, "svc") is None
+    assert await current_leader(store, "svc") is None
 
 
 async def test_resign_hands_over_at_once(store: Store) -> None:
-    first = LeaderElector(store.client, "svc", "first", 30)
-    second = LeaderElector(store.client, "svc", "second", 30)
+    first = LeaderElector(store, "svc", "first", 30)
+    second = LeaderElector(store, "svc", "second", 30)
     await first.campaign()
     standby = asyncio.create_task(second.campaign())
     await first.resign()
@@ -45,12 +45,12 @@ async def test_resign_hands_over_at_once(store: Store) -> None:
 
 
 async def test_endpoint_registration_lives_with_its_lease(store: Store) -> None:
-    reg = Registration(store.client, Endpoint(service="test-svc", id="w1", address="127.0.0.1:1"), ttl=5)
+    reg = Registration(store, Endpoint(service="test-svc", id="w1", address="127.0.0.1:1"), ttl=5)
     await reg.start()
-    found = await list_endpoints(store.client, "test-svc")
+    found = await list_endpoints(store, "test-svc")
     assert [(e.service, e.id, e.address) for e in found] == [("test-svc", "w1", "127.0.0.1:1")]
     await reg.close()
-    assert await list_endpoints(store.client, "test-svc") == []
+    assert await list_endpoints(store, "test-svc") == []
 
 
 async def test_events_are_folded_and_expire_with_a_lease(store: Store) -> None:

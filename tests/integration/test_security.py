@@ -63,7 +63,7 @@ async def test_etcd_refuses_a_client_without_a_certificate(etcd: EmbeddedEtcd, s
 
 async def test_the_webhook_refuses_a_client_without_a_certificate(
         webhook: subprocess.Popen[bytes], store: Store, security: Security) -> None:
-    endpoint = next(e for e in await list_endpoints(store.client, "webhook") if e.pid == webhook.pid)
+    endpoint = next(e for e in await list_endpoints(store, "webhook") if e.pid == webhook.pid)
     request = webhook_pb2.AdmissionRequest(object_json="{}")
     ca_only = _trusting_only(security.client.ca)
     for channel in (grpc.aio.insecure_channel(endpoint.address),
@@ -137,7 +137,7 @@ async def test_an_endpoint_record_gets_no_plaintext_nor_a_misverified_call(
     fake = Endpoint(service="claimed-by-the-record", id="fake", address=f"127.0.0.1:{port}", extra=claims)
     await store.client.put(f"{ENDPOINTS_PREFIX}webhook/fake".encode(), json.dumps(asdict(fake)).encode())
     try:
-        (registered,) = [e for e in await list_endpoints(store.client, "webhook") if e.id == "fake"]
+        (registered,) = [e for e in await list_endpoints(store, "webhook") if e.id == "fake"]
         assert registered.service == "webhook"  # where it is registered, not what it claims
         async with service_channel(registered) as channel:
             with pytest.raises(grpc.aio.AioRpcError) as refused:

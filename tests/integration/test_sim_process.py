@@ -43,7 +43,7 @@ async def registered(store: Store, proc: asyncio.subprocess.Process) -> Endpoint
     # A child process gives no signal to await: poll etcd until it has registered.
     async with asyncio.timeout(20):
         while True:
-            found = [e for e in await list_endpoints(store.client, "sim") if e.pid == proc.pid]
+            found = [e for e in await list_endpoints(store, "sim") if e.pid == proc.pid]
             if found:
                 return found[0]
             assert proc.returncode is None, "sim exited before registering"
@@ -73,4 +73,4 @@ async def test_sim_process_registers_and_serves(store: Store, sim_process: async
 
     sim_process.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(sim_process.wait(), 10) == 0
-    assert [e for e in await list_endpoints(store.client, "sim") if e.pid == sim_process.pid] == []
+    assert [e for e in await list_endpoints(store, "sim") if e.pid == sim_process.pid] == []

@@ -80,7 +80,7 @@ async def applies(etcd: EmbeddedEtcd, admin: tls.TLSFiles, process: subprocess.P
     store = await Store.connect(etcd.endpoint)
     try:
         async with asyncio.timeout(60):
-            while not (found := [e for e in await list_endpoints(store.client, "webhook") if e.pid == process.pid]):
+            while not (found := [e for e in await list_endpoints(store, "webhook") if e.pid == process.pid]):
                 if process.poll() is not None:
                     raise RuntimeError(f"the webhook exited with code {process.returncode}")
                 # A child process gives no readiness signal to await: poll its registration.

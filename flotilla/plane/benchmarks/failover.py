@@ -326,7 +326,7 @@ async def join_all(plane: Plane, names: list[str], timeout: float) -> None:
 async def sim_address(store: Store) -> str:
     from flotilla.store.endpoints import list_endpoints
 
-    found = await list_endpoints(store.client, "sim")
+    found = await list_endpoints(store, "sim")
     if not found:
         raise BenchError("the simulator did not register in etcd")
     return found[0].address
@@ -476,7 +476,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
                    harness: dict[str, int], address: str) -> dict[str, Any]:
     from flotilla.plane import simclient
 
-    events_settled_s = await events_written(lambda: events_queued(store.client), EVENTS_SETTLE_TIMEOUT)
+    events_settled_s = await events_written(lambda: events_queued(store), EVENTS_SETTLE_TIMEOUT)
     rt = registry.RESOURCE_BINDING
     # The bindings on the victim now (a false failover during the rollout moves some away).
     # Listed afresh: the rollout's informer is gone, and each failover of a sweep needs the
@@ -495,7 +495,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
     processes = ProcessWatch(pids)
     measuring = ProcessWatch(harness)
     metrics_before = await etcd_metrics(store.endpoints)
-    reconciles_before = await reconciles(store.client)
+    reconciles_before = await reconciles(store)
     writes = Writes()
     counting = asyncio.create_task(follow_writes(store, listed.revision, affected, writes, see))
     load_before = os.getloadavg()
@@ -508,7 +508,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
     counted = await writes.reach(await current_revision(store), WRITES_CATCH_UP_TIMEOUT)
     await cancel_and_wait(counting)
     metrics_after = await etcd_metrics(store.endpoints)
-    reconciles_after = await reconciles(store.client)
+    reconciles_after = await reconciles(store)
     stages = stage_report(followed.values(), watcher.taint_at)
     etcd = etcd_delta(metrics_before, metrics_after)
     evicted = sum("evicted" in f.at for f in followed.values())

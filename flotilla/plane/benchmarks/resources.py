@@ -9,12 +9,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aetcd
 import aiohttp
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from flotilla.security.context import etcd_client_tls
+from flotilla.store.base import StoreBase
 from flotilla.store.endpoints import list_endpoints
 
 MIB = 1024 * 1024
@@ -132,11 +132,11 @@ def reconcile_counts(text: str) -> dict[str, float]:
     return counts
 
 
-async def service_metrics(client: aetcd.Client) -> AsyncIterator[tuple[str, str | None]]:
+async def service_metrics(store: StoreBase) -> AsyncIterator[tuple[str, str | None]]:
     """(service, its Prometheus text) of every registered service that serves metrics; the text
     is None where they could not be read."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-        for endpoint in await list_endpoints(client):
+        for endpoint in await list_endpoints(store):
             if not endpoint.metrics_address:
                 continue
             text: str | None
@@ -148,11 +148,11 @@ async def service_metrics(client: aetcd.Client) -> AsyncIterator[tuple[str, str 
             yield endpoint.service, text
 
 
-async def reconciles(client: aetcd.Client) -> dict[str, float]:
+async def reconciles(store: StoreBase) -> dict[str, float]:
     """Every registered service's controller passes so far, as `service/controller`; a service
     whose metrics cannot be read is left out (the difference then leaves it out too)."""
     counts: dict[str, float] = {}
-    async for service, text in service_metrics(client):
+    async for service, text in service_metrics(store):
         if text is None:
             continue
         for name, value in reconcile_counts(text).items():
@@ -177,9 +177,9 @@ def total_queued(texts: list[str | None]) -> float | None:
     return sum(queued_event_count(text) for text in texts if text is not None)
 
 
-async def events_queued(client: aetcd.Client) -> float | None:
+async def events_queued(store: StoreBase) -> float | None:
     """The Events every service has recorded and not yet written (None: some service unread)."""
-    return total_queued([text async for _, text in service_metrics(client)])
+    return total_queued([text async for _, text in service_metrics(store)])
 
 
 def per_binding(before: dict[str, float], after: dict[str, float], bindings: int) -> dict[str, float]:

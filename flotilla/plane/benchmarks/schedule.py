@@ -208,7 +208,7 @@ async def bench(clusters: int, bindings: int, workdir: Path) -> dict[str, Any]:
             storm_s = max(storm_seen.values()) - storm_start
             # A result can land before the eviction's own write returned to us; count it as 0.
             latencies = [max(storm_seen[k] - issued[k], 0.0) * 1000 for k in issued]
-            endpoints = await list_endpoints(store.client, "scheduler")
+            endpoints = await list_endpoints(store, "scheduler")
         finally:
             proc.terminate()
             proc.wait(30)
