@@ -226,9 +226,13 @@ WELL_KNOWN_TEMPLATES: tuple[ResourceType[meta_pb2.Unstructured], ...] = tuple(
     template_type(api_version, kind, plural, short) for api_version, kind, short, plural in _WELL_KNOWN_TEMPLATES
 )
 
-# The etcd key segments under /flotilla/ that are Flotilla's own: each built-in's, and the service
-# endpoint registry's and the leader elections' (flotilla.store.endpoints, flotilla.store.leader).
-RESERVED_RESOURCES: frozenset[str] = frozenset({rt.resource for rt in BUILTINS} | {"endpoints", "election"})
+# The etcd key segments under /flotilla/ that are Flotilla's own: each built-in's, the service
+# endpoint registry's and the leader elections' (flotilla.store.endpoints, flotilla.store.leader),
+# and who holds each lease granted through the storage API (services/webhook/storage.py).
+ENDPOINTS_SEGMENT, ELECTION_SEGMENT, LEASE_OWNERS_SEGMENT = "endpoints", "election", "leaseowners"
+RESERVED_RESOURCES: frozenset[str] = frozenset(
+    {rt.resource for rt in BUILTINS} | {ENDPOINTS_SEGMENT, ELECTION_SEGMENT, LEASE_OWNERS_SEGMENT})
+BUILTIN_BY_RESOURCE: dict[str, ResourceType[Any]] = {rt.resource: rt for rt in BUILTINS}
 _BY_KIND: dict[tuple[str, str], ResourceType[Any]] = {(rt.api_version, rt.kind): rt for rt in BUILTINS}
 _BUILTIN_GROUP_KINDS: dict[tuple[str, str], ResourceType[Any]] = {(rt.group, rt.kind): rt for rt in BUILTINS}
 _BY_MESSAGE: dict[type[Message], ResourceType[Any]] = {rt.message: rt for rt in BUILTINS}

@@ -187,25 +187,27 @@ class StoreBase(abc.ABC):
     clock: Clock
 
     # -- the primitives a store supplies -----------------------------------
+    # Public: leader election, the endpoint registry and the plane's storage API
+    # (services/webhook/storage.py) use them directly.
 
     @abc.abstractmethod
-    async def _kv_get(self, key: str) -> KeyValue | None: ...
+    async def kv_get(self, key: str) -> KeyValue | None: ...
 
     @abc.abstractmethod
-    async def _kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
+    async def kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
         """Every key under prefix, and the store's revision at that read."""
 
     @abc.abstractmethod
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
+    async def kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         """Put if the key does not exist; the write's revision, or else what is there (None when
         the store cannot tell in the same round trip)."""
 
     @abc.abstractmethod
-    async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
+    async def kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
         """Put if the key's mod revision is still this one; the write's revision, or None."""
 
     @abc.abstractmethod
-    async def _kv_delete_if(self, key: str, mod_revision: int) -> bool:
+    async def kv_delete_if(self, key: str, mod_revision: int) -> bool:
         """Delete if the key's mod revision is still this one."""
 
     @abc.abstractmethod
@@ -242,7 +244,7 @@ class StoreBase(abc.ABC):
         """The object; NotFound if there is none, Undecodable if its stored value is corrupt."""
         rt = resource_type_of(ref)
         key = _etcd_key(rt, namespace, name)
-        got = await self._kv_get(key)
+        got = await self.kv_get(key)
         if got is None:
             raise NotFound(f"{rt.kind} {keys.object_key(namespace if rt.namespaced else '', name)} not found")
         return decode_object(rt, got.value, got.mod_revision, key)
@@ -266,7 +268,7 @@ class StoreBase(abc.ABC):
         """
         rt = resource_type_of(ref)
         prefix = keys.etcd_prefix(rt.resource, namespace if rt.namespaced else None)
-        kvs, revision = await self._kv_range(prefix)
+        kvs, revision = await self.kv_range(prefix)
         items: builtins.list[M] = []
         undecodable: builtins.list[str] = []
         for kv in kvs:
@@ -296,7 +298,7 @@ class StoreBase(abc.ABC):
         new_meta.generation = 1
         new_meta.creation_timestamp.FromDatetime(_now(self.clock))
         new_meta.ClearField("deletion_timestamp")
-        revision = await self._kv_create(key, payload(new), lease or None)
+        revision = await self.kv_create(key, payload(new), lease or None)
         if not isinstance(revision, int):
             raise AlreadyExists(f"{rt.kind} {keys.object_key(meta.namespace, meta.name)} already exists",
                                 current=_decoded_or_none(rt, revision))
@@ -363,10 +365,10 @@ class StoreBase(abc.ABC):
         key = keys.etcd_key(rt.resource, meta.namespace, meta.name)
         rev = int(meta.resource_version)
         if new_meta.HasField("deletion_timestamp") and not new_meta.finalizers:
-            if not await self._kv_delete_if(key, rev):
+            if not await self.kv_delete_if(key, rev):
                 raise Conflict(conflict_message(rt, meta))
             return new
-        revision = await self._kv_put_if(key, payload(new), rev, lease or None)
+        revision = await self.kv_put_if(key, payload(new), rev, lease or None)
         if revision is None:
             raise Conflict(conflict_message(rt, meta))
         new_meta.resource_version = str(revision)
@@ -397,8 +399,8 @@ class StoreBase(abc.ABC):
             except Undecodable:
                 if resource_version:
                     raise
-                raw = await self._kv_get(key)
-                if raw is None or await self._kv_delete_if(key, raw.mod_revision):
+                raw = await self.kv_get(key)
+                if raw is None or await self.kv_delete_if(key, raw.mod_revision):
                     return None
                 continue
             meta = meta_of(current)
@@ -416,11 +418,11 @@ class StoreBase(abc.ABC):
                     return current
                 if not marked:
                     meta.deletion_timestamp.FromDatetime(_now(self.clock))
-                revision = await self._kv_put_if(key, payload(current), rev, None)
+                revision = await self.kv_put_if(key, payload(current), rev, None)
                 if revision is not None:
                     meta.resource_version = str(revision)
                     return current
-            elif await self._kv_delete_if(key, rev):
+            elif await self.kv_delete_if(key, rev):
                 return None
             if resource_version:
                 raise Conflict(conflict_message(rt, meta))

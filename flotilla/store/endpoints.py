@@ -46,7 +46,7 @@ class Endpoint:
 async def list_endpoints(store: StoreBase, service: str | None = None) -> list[Endpoint]:
     prefix = ENDPOINTS_PREFIX + (f"{service}/" if service else "")
     found = []
-    for kv in (await store._kv_range(prefix))[0]:
+    for kv in (await store.kv_range(prefix))[0]:
         try:
             endpoint = Endpoint(**json.loads(kv.value))
             # Which service it is, is where it is registered, not what it says.
@@ -78,11 +78,11 @@ class Registration:
         # Put whatever an earlier registration of this instance left (the key is this
         # instance's own): create, else replace at the revision found.
         for _ in range(5):
-            found = await self.store._kv_create(key, value, lease)
+            found = await self.store.kv_create(key, value, lease)
             if isinstance(found, int):
                 return
-            current = found or await self.store._kv_get(key)
-            if current is not None and await self.store._kv_put_if(key, value, current.mod_revision, lease):
+            current = found or await self.store.kv_get(key)
+            if current is not None and await self.store.kv_put_if(key, value, current.mod_revision, lease):
                 return
         raise StoreError(f"{key}: could not register (it kept changing)")
 

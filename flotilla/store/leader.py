@@ -38,7 +38,7 @@ def election_key(service: str) -> str:
 
 
 async def current_leader(store: StoreBase, service: str) -> str | None:
-    got = await store._kv_get(election_key(service))
+    got = await store.kv_get(election_key(service))
     return got.value.decode(errors="replace") if got else None
 
 
@@ -96,13 +96,13 @@ class LeaderElector:
         lease: int = await self._bounded(self.store.grant_lease(self.ttl))
         mine = self.identity.encode()
         try:
-            created = await self._bounded(self.store._kv_create(self.key, mine, lease))
+            created = await self._bounded(self.store.kv_create(self.key, mine, lease))
             ok = isinstance(created, int)
             held = created if isinstance(created, KeyValue) else None
             self.holder = held.value.decode(errors="replace") if held is not None else ""
             if held is not None and held.value == mine:
                 # Our own earlier term's key: replace it (compare-and-swap on its revision).
-                ok = await self._bounded(self.store._kv_put_if(self.key, mine, held.mod_revision, lease)) is not None
+                ok = await self._bounded(self.store.kv_put_if(self.key, mine, held.mod_revision, lease)) is not None
         except BaseException:
             await self._revoke_quietly(lease)
             raise
@@ -123,7 +123,7 @@ class LeaderElector:
     async def _wait_for_vacancy(self) -> None:
         """Return when the key is gone, or after one TTL at most: a watch that silently
         stopped (etcd restarted under it) must not keep a standby waiting for ever."""
-        got = await self._bounded(self.store._kv_get(self.key))
+        got = await self._bounded(self.store.kv_get(self.key))
         if got is None:
             return
         # A watch of the key itself: the store's watch is by prefix, so other keys that

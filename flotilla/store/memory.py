@@ -84,19 +84,19 @@ class MemoryStore(StoreBase):
     # controller's workers drain a whole queue in one turn of the loop, and a test cannot
     # act in the middle of a storm as it would against etcd.
 
-    async def _kv_get(self, key: str) -> KeyValue | None:
+    async def kv_get(self, key: str) -> KeyValue | None:
         await asyncio.sleep(0)
         self.expire_leases()
         entry = self._data.get(key)
         return None if entry is None else KeyValue(key, entry.value, entry.mod_revision)
 
-    async def _kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
+    async def kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
         await asyncio.sleep(0)
         self.expire_leases()
         found = [KeyValue(k, e.value, e.mod_revision) for k, e in sorted(self._data.items()) if k.startswith(prefix)]
         return found, self.revision
 
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
+    async def kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         await asyncio.sleep(0)
         self.expire_leases()
         if (entry := self._data.get(key)) is not None:
@@ -104,7 +104,7 @@ class MemoryStore(StoreBase):
         self._check_lease(lease)
         return self._commit([(key, value, lease)])
 
-    async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
+    async def kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
         await asyncio.sleep(0)
         self.expire_leases()
         entry = self._data.get(key)
@@ -113,7 +113,7 @@ class MemoryStore(StoreBase):
         self._check_lease(lease)
         return self._commit([(key, value, lease)])
 
-    async def _kv_delete_if(self, key: str, mod_revision: int) -> bool:
+    async def kv_delete_if(self, key: str, mod_revision: int) -> bool:
         await asyncio.sleep(0)
         self.expire_leases()
         entry = self._data.get(key)

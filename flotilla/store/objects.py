@@ -132,13 +132,13 @@ class Store(StoreBase):
             key, raw = kv.key.decode(), bytes(kv.value)
             if self.keys.is_current(raw):
                 continue
-            if await self._kv_put_if(key, self._opened(key, raw), int(kv.mod_revision), int(kv.lease) or None):
+            if await self.kv_put_if(key, self._opened(key, raw), int(kv.mod_revision), int(kv.lease) or None):
                 rewritten += 1
         return rewritten, total
 
     # -- key-value primitives ----------------------------------------------
 
-    async def _kv_get(self, key: str) -> KeyValue | None:
+    async def kv_get(self, key: str) -> KeyValue | None:
         k = key.encode()
         got = await self._batched(k, Txn([], [Get(k)], []))
         kvs = got.responses[0].response_range.kvs
@@ -146,13 +146,13 @@ class Store(StoreBase):
             return None
         return KeyValue(key, self._opened(key, bytes(kvs[0].value)), int(kvs[0].mod_revision))
 
-    async def _kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
+    async def kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
         result: Any = await self._call(self.client.get_prefix(prefix.encode()))
         kvs = [KeyValue(k, self._opened(k, bytes(kv.value)), int(kv.mod_revision))
                for kv in result for k in (kv.key.decode(),)]
         return kvs, int(result.header.revision)
 
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
+    async def kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         k = key.encode()
         sealed = self._sealed(key, value)
         # What is in the way comes back with the refusal: a caller that then updates it needs no read.
@@ -162,13 +162,13 @@ class Store(StoreBase):
         kvs = done.responses[0].response_range.kvs
         return KeyValue(key, self._opened(key, bytes(kvs[0].value)), int(kvs[0].mod_revision)) if kvs else None
 
-    async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
+    async def kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
         k = key.encode()
         sealed = self._sealed(key, value)
         done = await self._batched(k, Txn([Mod(k) == mod_revision], [Put(k, sealed, lease=lease)], []), len(sealed))
         return int(done.responses[0].response_put.header.revision) if done.succeeded else None
 
-    async def _kv_delete_if(self, key: str, mod_revision: int) -> bool:
+    async def kv_delete_if(self, key: str, mod_revision: int) -> bool:
         k = key.encode()
         done = await self._batched(k, Txn([Mod(k) == mod_revision], [Delete(k)], []))
         return bool(done.succeeded)

@@ -22,17 +22,17 @@ class CountingStore(MemoryStore):
         super().__init__(clock)
         self.calls: Counter[str] = Counter()
 
-    async def _kv_get(self, key: str) -> KeyValue | None:
+    async def kv_get(self, key: str) -> KeyValue | None:
         self.calls["get"] += 1
-        return await super()._kv_get(key)
+        return await super().kv_get(key)
 
-    async def _kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
+    async def kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         self.calls["create"] += 1
-        return await super()._kv_create(key, value, lease)
+        return await super().kv_create(key, value, lease)
 
-    async def _kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
+    async def kv_put_if(self, key: str, value: bytes, mod_revision: int, lease: int | None) -> int | None:
         self.calls["put"] += 1
-        return await super()._kv_put_if(key, value, mod_revision, lease)
+        return await super().kv_put_if(key, value, mod_revision, lease)
 
 
 def cluster(name: str) -> cluster_pb2.Cluster:

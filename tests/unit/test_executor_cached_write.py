@@ -61,9 +61,9 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.reads = 0
 
-    async def _kv_get(self, key: str) -> KeyValue | None:
+    async def kv_get(self, key: str) -> KeyValue | None:
         self.reads += 1
-        return await super()._kv_get(key)
+        return await super().kv_get(key)
 
 
 async def test_while_the_informer_lags_its_own_last_write_is_the_base_without_a_read() -> None:

@@ -19,9 +19,9 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.reads: Counter[str] = Counter()
 
-    async def _kv_get(self, key: str) -> KeyValue | None:
+    async def kv_get(self, key: str) -> KeyValue | None:
         self.reads[key.split("/")[2]] += 1
-        return await super()._kv_get(key)
+        return await super().kv_get(key)
 
 
 def with_replicas(template: meta_pb2.Unstructured, replicas: int) -> meta_pb2.Unstructured:

@@ -22,8 +22,8 @@ class HeldList(MemoryStore):
         self.read = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def _kv_range(self, prefix: str) -> tuple[list[KeyValue], int]:
-        result = await super()._kv_range(prefix)
+    async def kv_range(self, prefix: str) -> tuple[list[KeyValue], int]:
+        result = await super().kv_range(prefix)
         if self.armed:
             self.read.set()
             await self.release.wait()

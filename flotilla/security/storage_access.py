@@ -1,0 +1,97 @@
+"""What a key of the store holds, in RBAC's terms: the API group, resource, namespace and name a
+request to the plane's storage API (services/webhook/storage.py) is authorized on.
+
+The keys are those of flotilla.api.keys: `/flotilla/<resource>/[<namespace>/]<name>`, where
+`<resource>` is a built-in's plural, or `<plural>.<group>` (`<plural>` in the core group) for a
+template. A key ending in "/" is a collection (a list or a watch of a resource, or of one
+namespace of it); any other key is one object. Flotilla's own registries are resources of the
+`flotilla.io` group: `endpoints` and `elections` (named for the service), and `leases` of the
+store. Who holds which lease (`/flotilla/leaseowners/`) is never served.
+
+Pure: a key in, a target out (tests/unit/test_storage_access.py is the table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flotilla.api import registry
+from flotilla.security import rbac
+
+ROOT = "/flotilla/"
+SYSTEM_GROUP = "flotilla.io"
+ENDPOINTS, ELECTIONS, STORE_LEASES = "endpoints", "elections", "leases"
+
+
+class NotServed(ValueError):
+    """A key the storage API does not serve; the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    api_group: str
+    resource: str
+    namespace: str = ""
+    name: str = ""
+    # A prefix (list, watch), not one key.
+    collection: bool = False
+    # The registered type of the objects under it; None for a template's (Unstructured) and for
+    # the registries, whose values are not objects.
+    builtin: registry.ResourceType[Any] | None = None
+
+    @property
+    def is_object(self) -> bool:
+        return self.api_group != SYSTEM_GROUP and self.resource != rbac.ALL
+
+    def request(self, verb: str, subresource: str = "") -> rbac.Request:
+        return rbac.Request(verb, self.api_group, self.resource, self.namespace, self.name, subresource)
+
+
+EVERYTHING = Target(rbac.ALL, rbac.ALL, collection=True)
+LEASE_GRANT = rbac.Request("create", SYSTEM_GROUP, STORE_LEASES)
+
+
+def target_of(key: str) -> Target:
+    if not key.startswith(ROOT):
+        raise NotServed(f'"{key}" is not a key of the plane (they start with {ROOT})')
+    collection = key.endswith("/")
+    parts = key[len(ROOT):].split("/")
+    if collection:
+        parts.pop()
+    if not parts:
+        return EVERYTHING
+    if any(not part for part in parts):
+        raise NotServed(f'"{key}": empty path segment')
+    segment, rest = parts[0], parts[1:]
+    if segment == registry.LEASE_OWNERS_SEGMENT:
+        raise NotServed(f'"{key}": lease holders are not served')
+    if segment in (registry.ENDPOINTS_SEGMENT, registry.ELECTION_SEGMENT):
+        return _registry_target(key, segment, rest, collection)
+    return _object_target(key, segment, rest, collection)
+
+
+def _registry_target(key: str, segment: str, rest: list[str], collection: bool) -> Target:
+    """`/flotilla/endpoints/<service>/<instance>` and `/flotilla/election/<service>`: named for
+    the service, so that a role can hold one service's and nobody else's."""
+    resource = ENDPOINTS if segment == registry.ENDPOINTS_SEGMENT else ELECTIONS
+    most = 2 if resource == ENDPOINTS else 1
+    if len(rest) > most:
+        raise NotServed(f'"{key}": expected {ROOT}{segment}/<service>{"/<instance>" if most == 2 else ""}')
+    return Target(SYSTEM_GROUP, resource, name=rest[0] if rest else "", collection=collection and len(rest) < most)
+
+
+def _object_target(key: str, segment: str, rest: list[str], collection: bool) -> Target:
+    builtin = registry.BUILTIN_BY_RESOURCE.get(segment)
+    if builtin is not None:
+        group, plural = builtin.group, builtin.plural
+    else:
+        plural, _, group = segment.partition(".")
+    if collection:
+        if len(rest) > 1 or (rest and builtin is not None and not builtin.namespaced):
+            raise NotServed(f'"{key}": expected {ROOT}{segment}/ or {ROOT}{segment}/<namespace>/')
+        return Target(group, plural, rest[0] if rest else "", collection=True, builtin=builtin)
+    if (builtin is not None and len(rest) != (2 if builtin.namespaced else 1)) or not 1 <= len(rest) <= 2:
+        raise NotServed(f'"{key}": expected {ROOT}{segment}/[<namespace>/]<name>')
+    namespace, name = (rest[0], rest[1]) if len(rest) == 2 else ("", rest[0])
+    return Target(group, plural, namespace, name, builtin=builtin)
