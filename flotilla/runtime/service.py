@@ -37,10 +37,12 @@ from flotilla.security.context import ContextError, etcd_client_tls, resolve_end
 from flotilla.security.crypto import configured_keys
 from flotilla.security.tls import TLSError, TLSFiles
 from flotilla.store import Store, Unavailable
+from flotilla.store.base import StoreBase
 from flotilla.store.connect import channel_target
 from flotilla.store.endpoints import Endpoint, Registration
 from flotilla.store.events import EventQueue
 from flotilla.store.leader import LeaderElector
+from flotilla.store.remote import RemoteStore
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,8 @@ class ServiceContext:
 
     name: str
     args: argparse.Namespace
-    store: Store
+    # etcd, or the plane's API for a process started with --api-address (a Pull agent).
+    store: StoreBase
     clock: Clock
     identity: str
     events: EventQueue
@@ -104,6 +107,12 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
                              "listen host: for probes that cannot present a certificate, as a kubelet's (-1 = off)")
     parser.add_argument("--insecure", action="store_true",
                         help="allow plain gRPC on a non-loopback address (without --tls-*)")
+    parser.add_argument("--api-address", default="",
+                        help="reach the plane's objects through its API (the webhook's host:port, comma-separated "
+                             "for replicas) instead of etcd, as a Pull agent in a member cluster does")
+    parser.add_argument("--api-ca", default=None, help="CA bundle of the plane's API (with --api-address)")
+    parser.add_argument("--api-cert", default=None, help="client certificate for the plane's API")
+    parser.add_argument("--api-key", default=None, help="key of --api-cert")
     parser.add_argument("--etcd-cacert", default=None, help="CA bundle of an https:// etcd")
     parser.add_argument("--etcd-cert", default=None, help="client certificate for an https:// etcd")
     parser.add_argument("--etcd-key", default=None, help="key of --etcd-cert")
@@ -130,8 +139,9 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
 def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
     args = build_parser(spec).parse_args(argv)
     try:
-        args.etcd_endpoints = resolve_endpoints(args.etcd_endpoints)
-        channel_target(args.etcd_endpoints)  # endpoints no client can dial: refused here, in one line
+        if not args.api_address:
+            args.etcd_endpoints = resolve_endpoints(args.etcd_endpoints)
+            channel_target(args.etcd_endpoints)  # endpoints no client can dial: refused here, in one line
     except (ContextError, ValueError) as e:
         # Like a bad flag: one line, exit code 2, before anything starts.
         print(f"python -m services.{spec.name}: {e}", file=sys.stderr)
@@ -174,10 +184,20 @@ class Runner:
         if self.grpc_tls is None and not args.insecure and host not in ("127.0.0.1", "localhost", "[::1]"):
             raise TLSError(f"--listen-address {args.listen_address}: serving beyond loopback needs "
                            "--tls-cert, --tls-key and --tls-ca (or --insecure)")
-        endpoints = resolve_endpoints(args.etcd_endpoints)
-        self.etcd_tls = (TLSFiles.given(args.etcd_cacert, args.etcd_cert, args.etcd_key,
-                                        "--etcd-cacert/--etcd-cert/--etcd-key") or etcd_client_tls(endpoints))
-        self.keys = configured_keys(args.encryption_key_file)
+        self.api = [a.strip() for a in args.api_address.split(",") if a.strip()]
+        self.api_tls = TLSFiles.given(args.api_ca, args.api_cert, args.api_key, "--api-ca/--api-cert/--api-key")
+        self.etcd_tls: TLSFiles | None = None
+        if not self.api:
+            endpoints = resolve_endpoints(args.etcd_endpoints)
+            self.etcd_tls = (TLSFiles.given(args.etcd_cacert, args.etcd_cert, args.etcd_key,
+                                            "--etcd-cacert/--etcd-cert/--etcd-key") or etcd_client_tls(endpoints))
+        # Through the API Secrets arrive decrypted: only a process on etcd holds the key.
+        self.keys = configured_keys(args.encryption_key_file) if not self.api else None
+
+    async def _store(self) -> StoreBase:
+        if self.api:
+            return RemoteStore(self.api, self.api_tls, self.clock)
+        return await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock, self.etcd_tls, self.keys)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -188,8 +208,7 @@ class Runner:
             os.path.join(self.args.data_dir, "traces.jsonl") if self.args.data_dir else None
         )
         provider = setup_tracing(self.spec.name, trace_file)
-        store = await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock, self.etcd_tls,
-                                    self.keys)
+        store = await self._store()
         ctx = ServiceContext(
             name=self.spec.name,
             args=self.args,

@@ -24,6 +24,10 @@ class Conflict(StoreError):
     """The object changed since it was read: re-read and try again."""
 
 
+class Forbidden(StoreError):
+    """The plane's API refused the caller (RBAC); the message is Kubernetes' wording of why."""
+
+
 class Unavailable(StoreError):
     """etcd could not be reached; the message names the address tried."""
 

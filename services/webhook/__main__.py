@@ -12,13 +12,16 @@ from collections.abc import Sequence
 
 import grpc
 
+from flotilla.api.v1 import storage_pb2_grpc
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from services.webhook.admission import Admission
 from services.webhook.audit import AuditLog
 from services.webhook.authorization import RBAC_TYPES, AlwaysAllow, Authorizer, RBACAuthorizer
+from services.webhook.callers import Gate
 from services.webhook.defaulting import AdmissionConfig
 from services.webhook.servicer import SERVICE, WebhookServicer, add_to_server
+from services.webhook.storage import STORAGE_SERVICE, StorageServicer
 
 RBAC, ALWAYS_ALLOW = "RBAC", "AlwaysAllow"
 
@@ -64,10 +67,10 @@ class WebhookService:
             authorizer = AlwaysAllow()
         audit = AuditLog(args.audit_log_path, ctx.clock) if args.audit_log_path else None
         # With a serving certificate the server demands client certificates, and writes name their owner.
-        add_to_server(WebhookServicer(Admission(ctx.store, ctx.clock, config), ctx.events,
-                                      require_identity=bool(args.tls_cert), authorizer=authorizer, audit=audit),
-                      server)
-        return [SERVICE]
+        gate = Gate(authorizer, require_identity=bool(args.tls_cert), audit=audit)
+        add_to_server(WebhookServicer(Admission(ctx.store, ctx.clock, config), ctx.events, gate), server)
+        storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(ctx.store, gate), server)
+        return [SERVICE, STORAGE_SERVICE]
 
     async def lead(self, ctx: ServiceContext) -> None:
         if self.manager is not None:

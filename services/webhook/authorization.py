@@ -1,6 +1,7 @@
-"""Who may write what through admission: Kubernetes RBAC over the stored Role, ClusterRole,
-RoleBinding and ClusterRoleBinding objects and the built-in bootstrap policy
-(flotilla.security.rbac), with Kubernetes' guard against granting more than one holds.
+"""Who may do what through the plane's API: a Pull agent what its cluster needs
+(flotilla.security.agents), then Kubernetes RBAC over the stored Role, ClusterRole, RoleBinding
+and ClusterRoleBinding objects and the built-in bootstrap policy (flotilla.security.rbac), with
+Kubernetes' guard against granting more than one holds.
 
 Every replica keeps the RBAC objects in informers and evaluates each request in memory. Until
 they have been read, every request is refused (fail closed): an empty cache would deny the
@@ -19,7 +20,7 @@ from google.protobuf.message import Message
 
 from flotilla.api import codec, registry
 from flotilla.api.v1.meta_pb2 import Unstructured
-from flotilla.security import rbac
+from flotilla.security import agents, rbac
 from flotilla.security.rbac import Decision, Policy, Request, User
 from flotilla.store.informer import Informer
 
@@ -104,6 +105,9 @@ class RBACAuthorizer:
         return Policy(roles, bindings)
 
     def authorize(self, user: User, request: Request) -> Decision:
+        # A Pull agent's own requests first, as Kubernetes asks its Node authorizer before RBAC.
+        if (own := agents.authorize(user, request)) is not None:
+            return own
         if not self.ready:
             return Decision(False, NOT_READY)
         return self.policy().authorize(user, request)

@@ -24,23 +24,18 @@ from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.security.rbac import Decision, User
 from flotilla.security.rbac import Request as Access
-from flotilla.security.tls import peer_groups, peer_identity
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.events import EventRecorder
 from services.rpc import abort
 from services.webhook.admission import DELETE, UNCHANGED, Admission, Authorize, Forbidden, Outcome, Review
-from services.webhook.audit import AuditLog
-from services.webhook.authorization import NOT_READY, AlwaysAllow, Authorizer, request_for
+from services.webhook.authorization import request_for
+from services.webhook.callers import ANONYMOUS, Gate
 from services.webhook.metrics import WEBHOOK_REQUESTS
 
 log = logging.getLogger(__name__)
 SERVICE = webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name
 tracer = trace.get_tracer("flotilla.webhook")
-# Kubernetes' names for a caller without a certificate (a plane without TLS).
-ANONYMOUS, UNAUTHENTICATED = "system:anonymous", "system:unauthenticated"
-# How long a request waits for a replica that has just started to read the RBAC objects.
-AUTHORIZER_WAIT = 10.0
 
 
 def _response(review: Review, result: str = "") -> webhook_pb2.AdmissionResponse:
@@ -113,33 +108,18 @@ def applied_by(user: User) -> str:
 
 
 class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
-    def __init__(self, admission: Admission, events: EventRecorder | None = None,
-                 require_identity: bool = False, authorizer: Authorizer | None = None,
-                 audit: AuditLog | None = None) -> None:
+    def __init__(self, admission: Admission, events: EventRecorder | None = None, gate: Gate | None = None) -> None:
         self.admission = admission
         self.events = events
-        self.require_identity = require_identity
-        self.authorizer: Authorizer = authorizer or AlwaysAllow()
-        self.audit = audit
+        self.gate = gate or Gate()
+        self.authorizer = self.gate.authorizer
         self._recording: set[asyncio.Task[None]] = set()
 
     async def _caller(self, context: grpc.aio.ServicerContext) -> User:
-        """Who calls: the client certificate's common name and organizations; anonymous on a
-        plain channel."""
-        if not await self.authorizer.wait_ready(AUTHORIZER_WAIT):
-            await abort(context, grpc.StatusCode.UNAVAILABLE, NOT_READY)
-        identity = peer_identity(context)
-        if not identity:
-            if self.require_identity:
-                # mTLS already refuses a caller without a certificate; this guards a server set up otherwise.
-                await abort(context, grpc.StatusCode.UNAUTHENTICATED, "a client certificate is needed")
-            return User(ANONYMOUS, frozenset({UNAUTHENTICATED}))
-        return User.of(identity, peer_groups(context))
+        return await self.gate.caller(context)
 
     def _decide(self, method: str, user: User, request: Access, decision: Decision) -> Decision:
-        if self.audit is not None:
-            self.audit.record(method, user, request, decision)
-        return decision
+        return self.gate.decide(method, user, request, decision)
 
     def _authorize(self, method: str, user: User) -> Authorize:
         """The check admission runs once it knows whether the write creates or updates."""

@@ -39,7 +39,7 @@ class StorageStub:
                 request_serializer=flotilla_dot_v1_dot_storage__pb2.KeyRequest.SerializeToString,
                 response_deserializer=flotilla_dot_v1_dot_storage__pb2.KeyValueReply.FromString,
                 _registered_method=True)
-        self.Range = channel.unary_unary(
+        self.Range = channel.unary_stream(
                 '/flotilla.v1.Storage/Range',
                 request_serializer=flotilla_dot_v1_dot_storage__pb2.KeyRequest.SerializeToString,
                 response_deserializer=flotilla_dot_v1_dot_storage__pb2.RangeReply.FromString,
@@ -92,7 +92,8 @@ class StorageServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Range(self, request, context):
-        """Every key under a prefix ending in "/", and the store's revision at that read.
+        """Every key under a prefix ending in "/", and the store's revision at that read, in pieces
+        (each well under the message size limit).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,7 +156,7 @@ def add_StorageServicer_to_server(servicer, server):
                     request_deserializer=flotilla_dot_v1_dot_storage__pb2.KeyRequest.FromString,
                     response_serializer=flotilla_dot_v1_dot_storage__pb2.KeyValueReply.SerializeToString,
             ),
-            'Range': grpc.unary_unary_rpc_method_handler(
+            'Range': grpc.unary_stream_rpc_method_handler(
                     servicer.Range,
                     request_deserializer=flotilla_dot_v1_dot_storage__pb2.KeyRequest.FromString,
                     response_serializer=flotilla_dot_v1_dot_storage__pb2.RangeReply.SerializeToString,
@@ -244,7 +245,7 @@ class Storage:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(
+        return grpc.experimental.unary_stream(
             request,
             target,
             '/flotilla.v1.Storage/Range',
