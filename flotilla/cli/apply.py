@@ -21,7 +21,7 @@ from flotilla.cli.documents import display_name, read_sources, source_name
 from flotilla.cli.kinds import KnownKinds, is_crd
 from flotilla.cli.reads import list_objects
 from flotilla.cli.webhook_client import WebhookClient
-from flotilla.store import Store
+from flotilla.store.base import StoreBase
 
 
 def violations_line(name: str, response: webhook_pb2.AdmissionResponse) -> str:
@@ -34,7 +34,7 @@ def admission_request(doc: dict[str, Any]) -> webhook_pb2.AdmissionRequest:
     return webhook_pb2.AdmissionRequest(object_json=json.dumps(doc, ensure_ascii=False))
 
 
-async def stored_crds(store: Store) -> list[dict[str, Any]]:
+async def stored_crds(store: StoreBase) -> list[dict[str, Any]]:
     """The CustomResourceDefinitions applied so far (templates like any other kind)."""
     listed = await list_objects(store, registry.lookup("customresourcedefinitions"))
     return [printers.content(crd) for crd in listed.items]

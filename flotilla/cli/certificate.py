@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from flotilla.api.errors import UserError
+from flotilla.cli.connection import API_ADDRESS_ENV
 from flotilla.security import tls
 from flotilla.security.context import current_context
 from flotilla.security.tls import ENV_CA, ENV_CERT, ENV_KEY
@@ -58,7 +59,9 @@ async def cmd_issue(args: argparse.Namespace) -> int:
     except (tls.TLSError, ValueError) as e:
         raise UserError(f"cannot issue with the CA {ca_cert}: {e}") from e
     print(f"certificate {files.cert} (user {name!r}, groups {groups or 'none'}, {args.days} days)")
-    print(f"use it with: export {ENV_CA}={files.ca} {ENV_CERT}={files.cert} {ENV_KEY}={files.key}")
+    context = current_context()
+    api = f" {API_ADDRESS_ENV}={context.api_address}" if context is not None and context.api_address else ""
+    print(f"use it with: export {ENV_CA}={files.ca} {ENV_CERT}={files.cert} {ENV_KEY}={files.key}{api}")
     return 0
 
 

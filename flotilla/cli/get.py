@@ -18,7 +18,8 @@ from flotilla.api.v1 import meta_pb2
 from flotilla.cli import printers
 from flotilla.cli.connection import open_store
 from flotilla.cli.reads import Listed, list_objects, try_get_object, undecodable_line
-from flotilla.store import Store
+from flotilla.store import Forbidden
+from flotilla.store.base import StoreBase
 
 OUTPUTS = ("wide", "json", "yaml", "name")
 DEFAULT_NAMESPACE = "default"
@@ -61,7 +62,7 @@ def namespace_for(rt: ResourceType[Any], namespace: str | None, all_namespaces: 
     return namespace or DEFAULT_NAMESPACE
 
 
-async def resolve_kind(store: Store, name: str) -> ResourceType[Any]:
+async def resolve_kind(store: StoreBase, name: str) -> ResourceType[Any]:
     """A built-in or well-known kind by any of its names, else a kind some stored CRD defines."""
     try:
         return registry.lookup(name)
@@ -72,27 +73,28 @@ async def resolve_kind(store: Store, name: str) -> ResourceType[Any]:
         return found
 
 
-async def _stored_template_kind(store: Store, name: str) -> ResourceType[Any] | None:
+async def _stored_template_kind(store: StoreBase, name: str) -> ResourceType[Any] | None:
     """A template kind with no CRD here (Flotilla stores templates of any kind): found by
     its stored objects, whose keys name `<plural>.<group>` and whose bodies say apiVersion and kind."""
     wanted = name.lower()
     candidates = {wanted, registry.plural_of(wanted)}
-    for kv in await store.client.get_prefix(b"/flotilla/", keys_only=True):
-        resource = kv.key.decode().split("/")[2]
+    try:
+        stored, _ = await store.kv_range("/flotilla/")
+    except Forbidden:
+        return None  # a caller who may not list everything names kinds the plane knows
+    for kv in stored:
+        resource = kv.key.split("/")[2]
         plural, _, group = resource.partition(".")
         if group and (plural in candidates or resource == wanted):
-            got = await store.client.get(kv.key)
-            if got is None:
-                continue
             try:
-                sample = meta_pb2.Unstructured.FromString(got.value)
+                sample = meta_pb2.Unstructured.FromString(kv.value)
                 return registry.for_kind(sample.api_version, sample.kind)
             except (DecodeError, UnknownResourceError):
                 continue  # a value that does not decode says nothing about its kind: try the next
     return None
 
 
-async def _custom_kind(store: Store, name: str) -> ResourceType[Any] | None:
+async def _custom_kind(store: StoreBase, name: str) -> ResourceType[Any] | None:
     # kubectl learns custom kinds from discovery, which serves what the CRDs declare;
     # CRDs are resource templates here, so they are in etcd for the reading.
     wanted = name.lower()
@@ -142,7 +144,7 @@ def render(
 
 
 async def fetch(
-    store: Store,
+    store: StoreBase,
     rt: ResourceType[M],
     namespace: str | None,
     name: str | None,

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 from typing import Any
-
-import aetcd.rtypes
 
 from flotilla.api import keys, registry
 from flotilla.api.errors import UserError
@@ -24,7 +23,7 @@ from flotilla.cli.webhook_client import WebhookClient
 from flotilla.member import load_kubeconfig
 from flotilla.rules.cluster_secrets import secret_document
 from flotilla.runtime.flags import duration
-from flotilla.store import Store
+from flotilla.store.base import StoreBase, WatchKind
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -54,7 +53,7 @@ def cluster_document(args: argparse.Namespace, insecure: bool) -> dict[str, Any]
     return {"apiVersion": registry.CLUSTER.api_version, "kind": "Cluster", "metadata": metadata, "spec": spec}
 
 
-async def join_cluster(store: Store, args: argparse.Namespace, rejoin: bool = False) -> None:
+async def join_cluster(store: StoreBase, args: argparse.Namespace, rejoin: bool = False) -> None:
     """Store the credentials and the Cluster; with `rejoin`, refresh those of a joined cluster."""
     try:
         credentials = load_kubeconfig(args.kubeconfig, args.context)
@@ -94,25 +93,23 @@ async def cmd_unjoin(args: argparse.Namespace) -> int:
         cluster = await store.try_get(registry.CLUSTER, "", args.name)
         if cluster is None:
             raise UserError(f'clusters "{args.name}" not found')
-        key = keys.etcd_key(registry.CLUSTER.resource, "", args.name).encode()
-        got = await store.client.get(key)
+        key = keys.etcd_key(registry.CLUSTER.resource, "", args.name)
+        got = await store.kv_get(key)
         # Watch from the revision read, so a removal between delete and watch is not missed.
-        watch = await store.client.watch(key, start_revision=got.mod_revision + 1 if got else None,
-                                         kind=aetcd.rtypes.EventKind.DELETE)
-        try:
+        watch = store.watch(key, got.mod_revision + 1 if got else 1)
+        async with contextlib.aclosing(watch) as changes:
             request = webhook_pb2.DeleteRequest(api_version=registry.CLUSTER.api_version, kind="Cluster",
                                                 name=args.name)
             response = await WebhookClient(store).call(lambda s: s.Delete, request)
             if response.result != "deleted" and args.wait > 0:
                 try:
                     async with asyncio.timeout(args.wait):
-                        async for _ in watch:
-                            break
+                        async for change in changes:
+                            if change.key == key and change.kind == WatchKind.DELETE:
+                                break
                 except TimeoutError:
                     print(f"cluster({args.name}) is terminating: its works are still being cleaned")
                     return 0
-        finally:
-            await watch.cancel()
     print(f"cluster({args.name}) is unjoined successfully")
     return 0
 

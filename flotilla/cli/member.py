@@ -24,7 +24,7 @@ from flotilla.cli.reads import list_objects, undecodable_line
 from flotilla.cli.table import table
 from flotilla.member import MemberClient
 from flotilla.rules.cluster_secrets import load_credentials
-from flotilla.store import Store
+from flotilla.store.base import StoreBase
 
 DEFAULT_NAMESPACE = "default"
 
@@ -57,7 +57,7 @@ def render_member_table(rt: ResourceType[Any], rows: list[tuple[str, dict[str, A
     return table(headers, body)
 
 
-async def _list_in(store: Store, cluster: cluster_pb2.Cluster, rt: ResourceType[Any],
+async def _list_in(store: StoreBase, cluster: cluster_pb2.Cluster, rt: ResourceType[Any],
                    namespace: str | None) -> list[dict[str, Any]]:
     client = MemberClient(await load_credentials(store, cluster), timeout=5)
     try:

@@ -16,7 +16,8 @@ from google.protobuf.message import Message
 from flotilla.api import keys
 from flotilla.api.errors import UserError
 from flotilla.api.registry import ResourceType
-from flotilla.store import Store, Undecodable
+from flotilla.store import Undecodable
+from flotilla.store.base import StoreBase
 
 UNDECODABLE = "stored value cannot be decoded"
 
@@ -40,7 +41,7 @@ def object_key_of(rt: ResourceType[Any], key: str) -> str:
     return key[len(prefix):] if key.startswith(prefix) else key
 
 
-async def list_objects(store: Store, rt: ResourceType[M], namespace: str | None = None,
+async def list_objects(store: StoreBase, rt: ResourceType[M], namespace: str | None = None,
                        selector: dict[str, str] | None = None) -> Listed[M]:
     result = await store.list(rt, namespace, selector)
     return Listed(list(result.items), [object_key_of(rt, k) for k in result.undecodable])
@@ -54,7 +55,7 @@ class UndecodableObject(UserError):
         self.rt, self.key = rt, key
 
 
-async def try_get_object(store: Store, rt: ResourceType[M], namespace: str, name: str) -> M | None:
+async def try_get_object(store: StoreBase, rt: ResourceType[M], namespace: str, name: str) -> M | None:
     """The object, None when there is none, UndecodableObject when its value does not decode."""
     try:
         return await store.try_get(rt, namespace, name)

@@ -23,8 +23,7 @@ from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, scheduler_pb2, sc
 from flotilla.cli.connection import open_store, service_channel
 from flotilla.cli.documents import read_documents
 from flotilla.cli.table import table
-from flotilla.store import Store
-from flotilla.store.base import meta_of
+from flotilla.store.base import StoreBase, meta_of
 from flotilla.store.endpoints import list_endpoints
 
 R = TypeVar("R")
@@ -158,7 +157,7 @@ async def cmd_schedule(args: argparse.Namespace) -> int:
 Method = Callable[[scheduler_pb2_grpc.SchedulerStub], Callable[..., Awaitable[R]]]
 
 
-async def call_scheduler(store: Store, method: Method[R], request: object) -> R:
+async def call_scheduler(store: StoreBase, method: Method[R], request: object) -> R:
     """One RPC, trying each registered scheduler replica until one answers."""
     found = await list_endpoints(store, "scheduler")
     if not found:

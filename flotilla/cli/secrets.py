@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 
-from flotilla.cli.connection import open_store
+from flotilla.cli.connection import open_etcd
 
 
 async def cmd_rewrite(args: argparse.Namespace) -> int:
-    async with open_store(args) as store:
+    async with open_etcd(args) as store:
         rewritten, total = await store.rewrite_secrets()
         key = store.keys.current if store.keys else ""
     print(f"{rewritten} of {total} secrets re-encrypted with key {key}"

@@ -1,7 +1,7 @@
-"""Reaching the webhook service: found through the endpoint registry, like every service,
-unless FLOTILLA_WEBHOOK_ADDRESS names it (e.g. a `kubectl port-forward` to the webhook
-Service of a plane in a cluster, whose registered pod addresses are not reachable from outside;
-docs/deploy.md)."""
+"""Reaching the webhook service: where the plane's API is (flotilla.cli.connection: the
+FLOTILLA_WEBHOOK_ADDRESS variable, e.g. a `kubectl port-forward` to the webhook Service of a
+plane in a cluster, or the current context's), else found through the endpoint registry, like
+every service (docs/deploy.md)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import grpc
 
 from flotilla.api.errors import UserError
 from flotilla.api.v1 import webhook_pb2_grpc
-from flotilla.cli.connection import service_channel
-from flotilla.store import Store
+from flotilla.cli.connection import API_ADDRESS_ENV, service_channel
+from flotilla.store.base import StoreBase
 from flotilla.store.endpoints import Endpoint, list_endpoints
+from flotilla.store.remote import RemoteStore
 
 R = TypeVar("R")
 TIMEOUT = 30.0
-ADDRESS_ENV = "FLOTILLA_WEBHOOK_ADDRESS"
+ADDRESS_ENV = API_ADDRESS_ENV
 
 
 class WebhookConflict(UserError):
@@ -27,7 +28,7 @@ class WebhookConflict(UserError):
 
 
 class WebhookClient:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self.store = store
         self._addresses: list[str] | None = None
         self._endpoints: dict[str, Endpoint] = {}
@@ -36,6 +37,8 @@ class WebhookClient:
         if self._addresses is None and os.environ.get(ADDRESS_ENV):
             self._addresses = [a.strip() for a in os.environ[ADDRESS_ENV].split(",") if a.strip()]
             self._endpoints = {}
+        if self._addresses is None and isinstance(self.store, RemoteStore):
+            self._addresses = list(self.store.addresses)
         if self._addresses is None:
             found = await list_endpoints(self.store, "webhook")
             if not found:

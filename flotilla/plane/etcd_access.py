@@ -24,9 +24,9 @@ def user_role(text: str) -> tuple[str, str]:
     user, sep, role = text.partition("=")
     if not sep or not user or not role:
         raise argparse.ArgumentTypeError(f"--user {text!r}: give CN=ROLE, e.g. taint-manager=taint_manager")
-    if role not in SERVICES and not (role.startswith("agent-") and len(role) > len("agent-")):
+    if role not in SERVICES:
         raise argparse.ArgumentTypeError(f"--user {text!r}: role must be one of {', '.join(SERVICES)} "
-                                         "or agent-<cluster>")
+                                         "(Pull agents have no etcd user: they call the plane's API)")
     return user, role
 
 

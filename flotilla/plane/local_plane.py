@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from flotilla.plane.profiles import PROFILES
+from flotilla.security import agents, crypto, tls
 from flotilla.security import context as ctx
-from flotilla.security import crypto, tls
 from flotilla.store.embedded import EtcdCluster, free_port, port_is_free
 
 # Every service that exists so far, in start order. The list grows as services land.
@@ -53,6 +53,8 @@ class RunState:
     etcd_pids: list[int] = field(default_factory=list)
     services: dict[str, int] = field(default_factory=dict)
     sim_port: int = 0
+    # Each webhook replica's port: the plane's API, where Pull agents and tools call it.
+    api_ports: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
     def path(data_dir: Path) -> Path:
@@ -116,6 +118,7 @@ class LocalControlPlane:
         self.extra_env = extra_env or {}
         self.sim_clusters = sim_clusters
         self.sim_port = 0
+        self.api_ports: dict[str, int] = {}
         self.replicas = replicas
         self.etcd_members = etcd_members
         self.etcd: EtcdCluster | None = None
@@ -149,10 +152,11 @@ class LocalControlPlane:
             self.etcd.start(detach=self.detach)
             if not self.insecure:
                 self._restrict_etcd()
+        self._choose_api_ports(previous)
         for name in SERVICES:
             for instance in self.instances(name):
                 self._spawn(instance, "-m", f"services.{name}", "--data-dir", str(self.data_dir),
-                            *self._service_args(name))
+                            *self._service_args(instance, name))
         if self.sim_clusters:
             previous_port = previous.sim_port if previous else 0
             self.sim_port = previous_port if previous_port and port_is_free(previous_port) else free_port()
@@ -172,7 +176,11 @@ class LocalControlPlane:
             ca_cert, ca_key = self.ca or (None, None)
             self.certificates = tls.plane_certificates(
                 self.data_dir / "pki", ["etcd", "sim", *serving], ca_cert, ca_key,
-                services={instance: [service] for instance, service in serving.items()}, clients=["sim"])
+                services={instance: [service] for instance, service in serving.items()}, clients=["sim"],
+                identities={instance: service for instance, service in serving.items()
+                            if service.startswith(agents.USER_PREFIX)},
+                groups={instance: [agents.GROUP] for instance, service in serving.items()
+                        if service.startswith(agents.USER_PREFIX)})
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
 
     def _restrict_etcd(self) -> None:
@@ -185,8 +193,10 @@ class LocalControlPlane:
             client = make_client(self.endpoints, tls=self.certificates["admin"])
             try:
                 await client.connect()
-                # Each process's role is the service it serves (etcd_roles names them alike).
-                await etcd_auth.enable(client, {**self.serving_processes(), "sim": "sim"}, admins=["admin"])
+                # Each process's role is the service it serves (etcd_roles names them alike). Pull
+                # agents have no etcd user: they go through the plane's API.
+                services = {p: s for p, s in self.serving_processes().items() if s in SERVICES}
+                await etcd_auth.enable(client, {**services, "sim": "sim"}, admins=["admin"])
             finally:
                 await client.close()
 
@@ -198,12 +208,33 @@ class LocalControlPlane:
         processes = [*SERVICES, *(f"agent-{m}" for m in self.member_names)]
         return {instance: name for name in processes for instance in self.instances(name)}
 
-    def _service_args(self, service: str) -> list[str]:
+    def _choose_api_ports(self, previous: RunState | None) -> None:
+        """A fixed port per webhook replica, kept from the last run when free: agents and the
+        context find the plane's API there, across restarts of the webhook."""
+        before = previous.api_ports if previous else {}
+        for instance in self.instances("webhook"):
+            port = before.get(instance, 0)
+            self.api_ports[instance] = port if port and port_is_free(port) else free_port()
+
+    @property
+    def api_address(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for port in self.api_ports.values())
+
+    def _service_args(self, instance: str, service: str) -> list[str]:
         if service != "webhook":
             return []
         # Without TLS no caller has an identity for RBAC to authorize.
         mode = ["--authorization-mode", "AlwaysAllow"] if self.insecure else []
-        return ["--audit-log-path", str(self.data_dir / "logs" / "audit.log"), *mode]
+        return ["--audit-log-path", str(self.data_dir / "logs" / "audit.log"), *mode,
+                "--listen-address", f"127.0.0.1:{self.api_ports[instance]}"]
+
+    def _agent_args(self, instance: str) -> list[str]:
+        """A Pull agent calls the plane's API with its client certificate, never etcd."""
+        args = ["--api-address", self.api_address]
+        files = self.certificates.get(instance + tls.CLIENT_SUFFIX)
+        if files is not None:
+            args += ["--api-ca", files.ca, "--api-cert", files.cert, "--api-key", files.key]
+        return args
 
     def _tls_env(self, name: str) -> dict[str, str]:
         # An etcd of the user's (--etcd-endpoints) is reached with the user's FLOTILLA_ETCD_* settings.
@@ -216,7 +247,8 @@ class LocalControlPlane:
         return ctx.Context(etcd_endpoints=self.endpoints, data_dir=str(self.data_dir.resolve()),
                            sim_address=f"127.0.0.1:{self.sim_port}" if self.sim_port else "",
                            tls_ca=admin.ca if admin else "", tls_cert=admin.cert if admin else "",
-                           tls_key=admin.key if admin else "", encryption_key_file=str(self.key_file.resolve()))
+                           tls_key=admin.key if admin else "", encryption_key_file=str(self.key_file.resolve()),
+                           api_address=self.api_address)
 
     def instances(self, service: str) -> list[str]:
         """The process names of a service's replicas (each elects, so one leads, the rest stand by)."""
@@ -226,11 +258,13 @@ class LocalControlPlane:
     def sim_dir(self) -> Path:
         return self.data_dir / "sim"
 
-    def _spawn(self, name: str, *args: str) -> None:
+    def _spawn(self, name: str, *args: str, etcd: bool = True) -> None:
         logs = self.data_dir / "logs"
         logs.mkdir(exist_ok=True)
-        env = {**os.environ, **self.extra_env, "FLOTILLA_ETCD_ENDPOINTS": self.endpoints,
-               **self._tls_env(name)}
+        env = {**os.environ, **self.extra_env, "FLOTILLA_ETCD_ENDPOINTS": self.endpoints, **self._tls_env(name)}
+        if not etcd:
+            for variable in ("FLOTILLA_ETCD_ENDPOINTS", tls.ENV_ETCD_CA, tls.ENV_ETCD_CERT, tls.ENV_ETCD_KEY):
+                env.pop(variable, None)
         with open(logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen(
                 [sys.executable, *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -244,6 +278,7 @@ class LocalControlPlane:
             etcd_pids=self.etcd.pids if self.etcd else [],
             services={n: p.pid for n, p in self.processes.items()},
             sim_port=self.sim_port,
+            api_ports=self.api_ports,
         ).save(self.data_dir)
 
     def join_members(self) -> None:
@@ -270,7 +305,7 @@ class LocalControlPlane:
         for instance in self.instances(f"agent-{pull}") if pull else []:
             self._spawn(instance, "-m", "services.executor", "--mode", "agent", "--cluster", str(pull),
                         "--kubeconfig", str(self.sim_dir / "kubeconfigs" / f"{pull}.yaml"),
-                        "--data-dir", str(self.data_dir))
+                        "--data-dir", str(self.data_dir), *self._agent_args(instance), etcd=False)
         self._save()
 
     def wait_serving(self, timeout: float = 60.0) -> None:

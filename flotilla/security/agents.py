@@ -5,11 +5,12 @@ An agent is the user `agent-<cluster>` in the group `system:flotilla:agents` (it
 CN and O, issued by the plane's CA). For one cluster it may:
 
 - read Clusters (its informer lists them all) and ResourceInterpreterCustomizations;
-- update its own Cluster and that Cluster's status, but never its spec (restriction below:
-  taints, endpoint and credentials are the plane's to set);
+- update its own Cluster and that Cluster's status (through the storage API, which writes no
+  object's content: flotilla.security.storage_access.write_refusal; taints, labels, endpoint and
+  credentials are the plane's to set);
 - read its Lease in `karmada-cluster`, create and renew it;
-- read the Works of its execution namespace `karmada-es-<cluster>` and update them (status,
-  finalizers) but never their spec;
+- read the Works of its execution namespace `karmada-es-<cluster>` and update them (their
+  status and finalizers, as above);
 - write Events anywhere (as a kubelet may);
 - hold its own endpoint record and leader election (`agent-<cluster>`) and leases of the store.
 
@@ -22,10 +23,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from google.protobuf.message import Message
-
 from flotilla.api import registry
-from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE, EXECUTION_NAMESPACE_PREFIX
 from flotilla.security import rbac
 from flotilla.security.storage_access import ELECTIONS, ENDPOINTS, STORE_LEASES, SYSTEM_GROUP
@@ -86,25 +84,3 @@ def authorize(user: rbac.User, request: rbac.Request) -> rbac.Decision | None:
     if not decision.allowed:
         return None
     return rbac.Decision(True, f"agent of cluster {cluster!r}")
-
-
-def restriction(user: rbac.User, old: Message, new: Message) -> str:
-    """Why an agent may not write this update of an object ("" when it may): of a Cluster or a
-    Work it may change the status, annotations and finalizers, nothing else (the spec, and the
-    labels a placement selects clusters by, are the plane's)."""
-    if not cluster_of(user) or not isinstance(new, (cluster_pb2.Cluster, work_pb2.Work)):
-        return ""
-    if _fixed_part(old) != _fixed_part(new):
-        kind = "Cluster" if isinstance(new, cluster_pb2.Cluster) else "Work"
-        return (f'User "{user.name}" may not change {kind} "{new.metadata.name}" beyond its status, '
-                "annotations and finalizers")
-    return ""
-
-
-def _fixed_part(obj: Message) -> bytes:
-    fixed: Any = type(obj)()
-    fixed.CopyFrom(obj)
-    fixed.ClearField("status")
-    for name in ("annotations", "finalizers", "resource_version"):
-        fixed.metadata.ClearField(name)
-    return bytes(fixed.SerializeToString(deterministic=True))

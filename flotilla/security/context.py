@@ -69,6 +69,9 @@ class Context:
     tls_cert: str = ""
     tls_key: str = ""
     encryption_key_file: str = ""
+    # The plane's API (the webhook's replicas, host:port, comma-separated): how `flotillactl`
+    # reads and writes without an etcd credential.
+    api_address: str = ""
 
     def tls(self) -> TLSFiles | None:
         if not (self.tls_ca and self.tls_cert and self.tls_key):
@@ -99,7 +102,8 @@ class Context:
         if not isinstance(raw, dict) or not isinstance(raw.get("etcd_endpoints"), str) or not raw["etcd_endpoints"]:
             raise ContextError(f"{path} has no etcd_endpoints (run `flotilla up` again to rewrite it)")
         optional = {name: str(raw.get(name) or "")
-                    for name in ("sim_address", "tls_ca", "tls_cert", "tls_key", "encryption_key_file")}
+                    for name in ("sim_address", "tls_ca", "tls_cert", "tls_key", "encryption_key_file",
+                                 "api_address")}
         return cls(etcd_endpoints=raw["etcd_endpoints"], data_dir=str(raw.get("data_dir") or Path(data_dir)),
                    **optional)
 

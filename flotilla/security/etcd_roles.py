@@ -8,7 +8,9 @@ its leader election under `/flotilla/election/<service>`. A range here is etcd's
 
 Who gets what, and why:
 
-- webhook: reads and writes every object (it stores what users apply, member tokens included).
+- webhook: reads and writes every key of the plane: it stores what users apply (member tokens
+  included), and serves the plane's API (services/webhook/storage.py), through which Pull agents,
+  which hold no etcd credential, keep their Works, Leases, endpoint records and elections.
 - executor: reads every object (templates of any kind, policies, the member tokens it applies
   with); writes bindings, Works, templates (claim labels), policies (finalizers) and Events, not
   Clusters, cluster Leases nor the member tokens.
@@ -17,12 +19,10 @@ Who gets what, and why:
   bindings and Events.
 - status: reads Clusters, the member tokens, cluster Leases, bindings and Works; writes Clusters,
   Works (an unjoined cluster's) and Events.
-- agent-<cluster>: reads Clusters and interpreter customizations; writes its own Cluster, Lease
-  and Works and Events; nothing of any other member's, and no Secret.
 - sim: nothing but its endpoint records.
 
-Every role also writes its own endpoint records and election key. `admin` (and anyone given
-the `root` role) has everything. Pure: a table in, grants out (tests/unit/test_etcd_roles.py).
+Every role also writes its own endpoint records and election key. Pull agents have no etcd user.
+`admin` (and anyone given the `root` role) has everything. Pure: a table in, grants out (tests/unit/test_etcd_roles.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flotilla.api import registry
-from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE, EXECUTION_NAMESPACE_PREFIX
+from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 
 ROOT = "/flotilla/"
 ROOT_ROLE = "root"
@@ -77,7 +77,6 @@ _BINDINGS = [resource(registry.RESOURCE_BINDING.resource), resource(registry.CLU
 _WORKS = resource(registry.WORK.resource)
 _EVENTS = resource(registry.EVENT.resource)
 _LEASES = resource(registry.LEASE.resource, CLUSTER_SECRET_NAMESPACE)
-_CUSTOMIZATIONS = resource(registry.RESOURCE_INTERPRETER_CUSTOMIZATION.resource)
 _TAINT_POLICIES = resource(registry.CLUSTER_TAINT_POLICY.resource)
 # What holds objects (not the registries of endpoints and elections).
 OBJECTS = _minus(EVERYTHING, [ENDPOINTS, ELECTIONS])
@@ -100,17 +99,8 @@ def service_grants(service: str) -> list[Grant]:
     return sorted({*_grants(READ, [r for r in read if r not in write]), *_grants(READWRITE, write), *_own(service)})
 
 
-def agent_grants(cluster: str) -> list[Grant]:
-    """The permissions of the Pull agent of one cluster: nothing of any other member's."""
-    works = resource(registry.WORK.resource, EXECUTION_NAMESPACE_PREFIX + cluster)
-    own_cluster = (f"{ROOT}{registry.CLUSTER.resource}/{cluster}", "")
-    own_lease = (f"{_LEASES[0]}{cluster}", "")
-    return sorted({*_grants(READ, [_CLUSTERS, _CUSTOMIZATIONS]),
-                   *_grants(READWRITE, [works, own_cluster, own_lease, _EVENTS]), *_own(f"agent-{cluster}")})
-
-
 _SERVICES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
-    "webhook": (OBJECTS, OBJECTS),
+    "webhook": ([EVERYTHING], [EVERYTHING]),
     "executor": (OBJECTS, _minus(EVERYTHING, [ENDPOINTS, ELECTIONS, MEMBER_TOKENS, _CLUSTERS, _LEASES])),
     "scheduler": ([_CLUSTERS, *_BINDINGS], [*_BINDINGS, _EVENTS]),
     "taint_manager": ([_CLUSTERS, _TAINT_POLICIES, *_BINDINGS], [_CLUSTERS, *_BINDINGS, _EVENTS]),
@@ -123,6 +113,4 @@ SERVICES = tuple(_SERVICES)
 
 
 def grants_of(role: str) -> list[Grant]:
-    if role.startswith("agent-"):
-        return agent_grants(role.removeprefix("agent-"))
     return service_grants(role)

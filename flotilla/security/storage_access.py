@@ -8,6 +8,9 @@ namespace of it); any other key is one object. Flotilla's own registries are res
 `flotilla.io` group: `endpoints` and `elections` (named for the service), and `leases` of the
 store. Who holds which lease (`/flotilla/leaseowners/`) is never served.
 
+What may be written through the API at all is `write_refusal`'s: status and bookkeeping, never
+an object's content, which only admission writes.
+
 Pure: a key in, a target out (tests/unit/test_storage_access.py is the table).
 """
 
@@ -16,12 +19,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flotilla.api import registry
+from google.protobuf.message import Message
+
+from flotilla.api import jsonbytes, registry
+from flotilla.api.v1 import meta_pb2
 from flotilla.security import rbac
 
 ROOT = "/flotilla/"
 SYSTEM_GROUP = "flotilla.io"
 ENDPOINTS, ELECTIONS, STORE_LEASES = "endpoints", "elections", "leases"
+
+
+def _known_template(segment: str) -> registry.ResourceType[Any] | None:
+    try:
+        found = registry.lookup(segment)
+    except registry.UnknownResourceError:
+        return None
+    return found if found.resource == segment else None
 
 
 class NotServed(ValueError):
@@ -87,11 +101,60 @@ def _object_target(key: str, segment: str, rest: list[str], collection: bool) ->
         group, plural = builtin.group, builtin.plural
     else:
         plural, _, group = segment.partition(".")
+        if not plural or (registry.BUILTIN_BY_RESOURCE.get(plural, None) is not None and \
+                registry.BUILTIN_BY_RESOURCE[plural].group == group):
+            raise NotServed(f'"{key}": not where objects of a kind are kept')
+    # The scope of a kind the registry knows (built-ins, Kubernetes' common kinds); another
+    # template's is what its key says.
+    known = builtin or _known_template(segment)
     if collection:
-        if len(rest) > 1 or (rest and builtin is not None and not builtin.namespaced):
+        if len(rest) > 1 or (rest and known is not None and not known.namespaced):
             raise NotServed(f'"{key}": expected {ROOT}{segment}/ or {ROOT}{segment}/<namespace>/')
         return Target(group, plural, rest[0] if rest else "", collection=True, builtin=builtin)
-    if (builtin is not None and len(rest) != (2 if builtin.namespaced else 1)) or not 1 <= len(rest) <= 2:
+    if (known is not None and len(rest) != (2 if known.namespaced else 1)) or not 1 <= len(rest) <= 2:
         raise NotServed(f'"{key}": expected {ROOT}{segment}/[<namespace>/]<name>')
     namespace, name = (rest[0], rest[1]) if len(rest) == 2 else ("", rest[0])
     return Target(group, plural, namespace, name, builtin=builtin)
+
+
+# -- what may be written here -------------------------------------------------------------------
+
+# Kinds that admission does not check, written by whoever RBAC lets write them.
+_FREELY_WRITTEN = (registry.EVENT.resource, registry.LEASE.resource)
+
+
+def write_refusal(target: Target, verb: str, old: Message | None, new: Message | None) -> str:
+    """Why this write may not go through the storage API ("" when it may). The API is for status
+    and bookkeeping; an object's content is written through admission (`flotillactl apply`), which
+    validates it and stops anyone granting more than they hold. So: the registries, Events and
+    Leases freely; of any other object, only updates that change nothing but its status,
+    annotations and finalizers (`old` and `new` are the stored and the proposed object)."""
+    if not target.is_object or (target.builtin is not None and target.builtin.resource in _FREELY_WRITTEN):
+        return ""
+    if verb == "update" and old is not None and new is not None and _fixed_part(old) == _fixed_part(new):
+        return ""
+    what = f'{target.resource}{"." + target.api_group if target.api_group else ""} "{target.name}"'
+    if verb == "update":
+        return (f"{what}: only its status, annotations and finalizers are written through the storage API; "
+                "write the rest through admission (flotillactl apply)")
+    return f"{what}: {verb} it through admission (flotillactl apply / delete), not the storage API"
+
+
+def _fixed_part(obj: Message) -> bytes:
+    """What only admission may change: the object without its status, annotations, finalizers
+    and resourceVersion."""
+    fixed: Any = type(obj)()
+    fixed.CopyFrom(obj)
+    for name in ("annotations", "finalizers", "resource_version"):
+        fixed.metadata.ClearField(name)
+    if isinstance(fixed, meta_pb2.Unstructured):
+        content = jsonbytes.loads(fixed.content or b"{}")
+        content.pop("status", None)
+        meta = content.get("metadata")
+        if isinstance(meta, dict):
+            for name in ("annotations", "finalizers", "resourceVersion"):
+                meta.pop(name, None)
+        fixed.content = jsonbytes.dumps_sorted(content)
+    elif "status" in fixed.DESCRIPTOR.fields_by_name:
+        fixed.ClearField("status")
+    return bytes(fixed.SerializeToString(deterministic=True))

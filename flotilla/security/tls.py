@@ -245,7 +245,8 @@ CLIENT_SUFFIX = "-client"
 def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | None = None,
                        ca_key: Path | None = None, groups: Mapping[str, Sequence[str]] | None = None,
                        services: Mapping[str, Sequence[str]] | None = None,
-                       clients: Sequence[str] = ()) -> dict[str, TLSFiles]:
+                       clients: Sequence[str] = (), identities: Mapping[str, str] | None = None
+                       ) -> dict[str, TLSFiles]:
     """What `flotilla up` gives each process it starts, signed by the plane's CA (made in
     `directory`, or the given one); the common name is the process's name (in the `groups`
     given for it):
@@ -256,6 +257,9 @@ def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | No
     - a process that only calls (`clients`): a client certificate `name`;
     - any other (etcd, whose peers call each other; a test's all-purpose one): one for both;
     - `admin`, the tools' client certificate, in the `system:masters` group.
+
+    A process's client certificate names it, unless `identities` gives another common name: each
+    replica of a Pull agent calls as the one agent, `agent-<cluster>`, that its cluster has.
     """
     authority = Authority(directory, "flotilla-ca", ca_cert, ca_key)
     groups, services = groups or {}, services or {}
@@ -265,8 +269,8 @@ def plane_certificates(directory: Path, processes: list[str], ca_cert: Path | No
         if name in services:
             hosts = [*LOOPBACK, *(service_server_name(service) for service in services[name])]
             issued[name] = authority.issue(name, name, hosts, server=True, client=False, groups=mine)
-            issued[name + CLIENT_SUFFIX] = authority.issue(name + CLIENT_SUFFIX, name, [], server=False, client=True,
-                                                           groups=mine)
+            issued[name + CLIENT_SUFFIX] = authority.issue(name + CLIENT_SUFFIX, (identities or {}).get(name, name), [],
+                                                           server=False, client=True, groups=mine)
         elif name in clients:
             issued[name] = authority.issue(name, name, [], server=False, client=True, groups=mine)
         else:

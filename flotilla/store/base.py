@@ -185,6 +185,8 @@ class StoreBase(abc.ABC):
     """get / list / create / update / update_status / delete / mutate over key-value primitives."""
 
     clock: Clock
+    # Where the store is, for messages ("" in memory).
+    endpoints: str = ""
 
     # -- the primitives a store supplies -----------------------------------
     # Public: leader election, the endpoint registry and the plane's storage API

@@ -4,8 +4,9 @@ for callers that hold no etcd credentials, each call authorized on what its key 
 
 - A read is `get`, a list `list`, a watch `watch`; writes are `create`, `update` and `delete`.
   An update that changes nothing but the status is authorized as the `status` subresource, as
-  Kubernetes authorizes a write to `.../status`. A Pull agent's updates are restricted further
-  (flotilla.security.agents.restriction).
+  Kubernetes authorizes a write to `.../status`. An object's content is never written here, only
+  its status and bookkeeping (flotilla.security.storage_access.write_refusal): what admission
+  validates, and its guard against granting more than one holds, cannot be gone around.
 - A value written under an object's key must decode as an object of its kind named for the key:
   nothing undecodable enters the store through here.
 - Leases: whoever is allowed `create` on `leases.flotilla.io` gets leases of its own. Who holds
@@ -27,9 +28,8 @@ from google.protobuf.message import Message
 from flotilla.api import jsonbytes
 from flotilla.api.registry import LEASE_OWNERS_SEGMENT
 from flotilla.api.v1 import meta_pb2, storage_pb2, storage_pb2_grpc
-from flotilla.security import agents
 from flotilla.security.rbac import User
-from flotilla.security.storage_access import LEASE_GRANT, NotServed, Target, target_of
+from flotilla.security.storage_access import LEASE_GRANT, NotServed, Target, target_of, write_refusal
 from flotilla.store import Compacted, StoreError, Unavailable, Undecodable
 from flotilla.store.base import KeyValue, StoreBase, WatchKind, decode_object
 from services.rpc import abort
@@ -113,6 +113,11 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         except Undecodable as e:
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
+    async def _writable(self, target: Target, verb: str, old: Message | None, new: Message | None,
+                        context: grpc.aio.ServicerContext) -> None:
+        if refusal := write_refusal(target, verb, old, new):
+            await abort(context, grpc.StatusCode.FAILED_PRECONDITION, refusal)
+
     async def _own_lease(self, user: User, lease: int, context: grpc.aio.ServicerContext) -> bool:
         """Whether the lease is the caller's; False when it is gone. Another's is PERMISSION_DENIED."""
         holder = await self.store.kv_get(f"{LEASE_OWNERS}{lease:x}")
@@ -181,7 +186,8 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             user = await self.gate.caller(context)
             target = await self._target(request.key, context, collection=False)
             await self.gate.check("Create", user, target.request("create"), context)
-            await self._decoded(target, request.key, request.value, context)
+            new = await self._decoded(target, request.key, request.value, context)
+            await self._writable(target, "create", None, new, context)
             lease = await self._lease_for_write(user, request.lease, context)
             done = await self.store.kv_create(request.key, request.value, lease)
         if isinstance(done, int):
@@ -201,8 +207,8 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
                     old = decoded(target, request.key, current.value)
             subresource = "status" if old is not None and new is not None and status_only(old, new) else ""
             await self.gate.check("PutIf", user, target.request("update", subresource), context)
-            if old is not None and new is not None and (refusal := agents.restriction(user, old, new)):
-                await abort(context, grpc.StatusCode.PERMISSION_DENIED, refusal)
+            if current is not None and current.mod_revision == request.mod_revision:
+                await self._writable(target, "update", old, new, context)
             lease = await self._lease_for_write(user, request.lease, context)
             revision = await self.store.kv_put_if(request.key, request.value, request.mod_revision, lease)
         return storage_pb2.WriteReply(succeeded=revision is not None, revision=revision or 0)
@@ -213,6 +219,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             user = await self.gate.caller(context)
             target = await self._target(request.key, context, collection=False)
             await self.gate.check("DeleteIf", user, target.request("delete"), context)
+            await self._writable(target, "delete", None, None, context)
             return storage_pb2.WriteReply(succeeded=await self.store.kv_delete_if(request.key, request.mod_revision))
 
     # -- leases -----------------------------------------------------------------------

@@ -20,20 +20,17 @@ from tests.conftest import Security
 pytestmark = pytest.mark.integration
 
 IDENTITIES = {"webhook": "webhook", "scheduler-2": "scheduler", "status": "status", "taint_manager": "taint_manager",
-              "eviction": "eviction", "executor": "executor", "agent-member3": "agent-member3", "sim": "sim"}
+              "eviction": "eviction", "executor": "executor", "sim": "sim"}
 TOKEN = b"/flotilla/secrets/karmada-cluster/member1"
 # (identity, an operation it may do, one it may not)
 CASES = [
-    ("webhook", ("put", b"/flotilla/propagationpolicies/default/p"), ("put", b"/flotilla/election/executor")),
+    ("webhook", ("put", b"/flotilla/propagationpolicies/default/p"), ("put", b"/elsewhere/x")),
     ("scheduler-2", ("put", b"/flotilla/resourcebindings/default/rb"), ("get", TOKEN)),
     ("scheduler-2", ("get", b"/flotilla/clusters/member1"), ("put", b"/flotilla/secrets/default/s")),
     ("status", ("get", TOKEN), ("put", b"/flotilla/propagationpolicies/default/p")),
     ("taint_manager", ("put", b"/flotilla/clusters/member1"), ("get", TOKEN)),
     ("eviction", ("put", b"/flotilla/clusterresourcebindings/crb"), ("put", b"/flotilla/clusters/member1")),
     ("executor", ("put", b"/flotilla/works/karmada-es-member1/w"), ("put", TOKEN)),
-    ("agent-member3", ("put", b"/flotilla/works/karmada-es-member3/w"),
-     ("put", b"/flotilla/works/karmada-es-member1/w")),
-    ("agent-member3", ("put", b"/flotilla/leases/karmada-cluster/member3"), ("get", TOKEN)),
     ("sim", ("put", b"/flotilla/endpoints/sim/x"), ("get", b"/flotilla/clusters/member1")),
 ]
 

@@ -4,15 +4,10 @@ and of the updates of a Cluster or a Work it may not write."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
-from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.security import agents, rbac
 from flotilla.security.rbac import Request, User
-from tests.factories import make_cluster
 
 AGENT = User.of("agent-m1", [agents.GROUP])
 NOT_IN_GROUP = User.of("agent-m1")
@@ -102,118 +97,3 @@ NO_OPINION: list[tuple[str, User, Request]] = [
 @pytest.mark.parametrize(("user", "request_"), [c[1:] for c in NO_OPINION], ids=[c[0] for c in NO_OPINION])
 def test_no_opinion(user: User, request_: Request) -> None:
     assert agents.authorize(user, request_) is None
-
-
-# -- restriction -----------------------------------------------------------------------------
-
-
-Object = cluster_pb2.Cluster | work_pb2.Work
-
-
-def make_work(name: str = "web", namespace: str = ES_M1) -> work_pb2.Work:
-    w = work_pb2.Work(api_version="work.karmada.io/v1alpha1", kind="Work")
-    w.metadata.name, w.metadata.namespace = name, namespace
-    w.spec.workload.manifests.append(b'{"apiVersion":"apps/v1","kind":"Deployment"}')
-    return w
-
-
-def _cluster_status(c: cluster_pb2.Cluster) -> None:
-    c.status.kubernetes_version = "v1.31.0"
-    c.status.conditions.add(type="Ready", status="True")
-
-
-def _cluster_taint(c: cluster_pb2.Cluster) -> None:
-    c.spec.taints.add(key="x", effect="NoSchedule")
-
-
-def _cluster_endpoint(c: cluster_pb2.Cluster) -> None:
-    c.spec.api_endpoint = "https://elsewhere.example:6443"
-
-
-def _work_status(w: work_pb2.Work) -> None:
-    w.status.conditions.add(type="Applied", status="True")
-
-
-def _work_manifest_added(w: work_pb2.Work) -> None:
-    w.spec.workload.manifests.append(b'{"apiVersion":"v1","kind":"Secret"}')
-
-
-def _work_manifest_replaced(w: work_pb2.Work) -> None:
-    w.spec.workload.manifests[0] = b'{"apiVersion":"v1","kind":"Pod"}'
-
-
-def _annotations(obj: Object) -> None:
-    obj.metadata.annotations["flotilla.io/seen"] = "yes"
-
-
-def _finalizers(obj: Object) -> None:
-    obj.metadata.finalizers.append("karmada.io/execution-controller")
-
-
-def _resource_version(obj: Object) -> None:
-    obj.metadata.resource_version = "42"
-
-
-def _labels(obj: Object) -> None:
-    obj.metadata.labels["region"] = "elsewhere"
-
-
-def _nothing(obj: Object) -> None:
-    pass
-
-
-# (id, object builder, change, user, refused)
-RESTRICTIONS: list[tuple[str, Callable[[], Object], Callable[[Any], None], User, bool]] = [
-    ("cluster-unchanged", lambda: make_cluster("m1"), _nothing, AGENT, False),
-    ("cluster-status", lambda: make_cluster("m1"), _cluster_status, AGENT, False),
-    ("cluster-annotations", lambda: make_cluster("m1"), _annotations, AGENT, False),
-    ("cluster-finalizers", lambda: make_cluster("m1"), _finalizers, AGENT, False),
-    ("cluster-resource-version", lambda: make_cluster("m1"), _resource_version, AGENT, False),
-    ("cluster-taint", lambda: make_cluster("m1"), _cluster_taint, AGENT, True),
-    ("cluster-endpoint", lambda: make_cluster("m1"), _cluster_endpoint, AGENT, True),
-    ("cluster-labels", lambda: make_cluster("m1"), _labels, AGENT, True),
-    ("cluster-taint-by-non-agent", lambda: make_cluster("m1"), _cluster_taint, NOT_IN_GROUP, False),
-    ("cluster-taint-by-admin", lambda: make_cluster("m1"), _cluster_taint, ADMIN, False),
-    ("cluster-labels-by-admin", lambda: make_cluster("m1"), _labels, ADMIN, False),
-    ("work-unchanged", make_work, _nothing, AGENT, False),
-    ("work-status", make_work, _work_status, AGENT, False),
-    ("work-annotations", make_work, _annotations, AGENT, False),
-    ("work-finalizers", make_work, _finalizers, AGENT, False),
-    ("work-resource-version", make_work, _resource_version, AGENT, False),
-    ("work-manifest-added", make_work, _work_manifest_added, AGENT, True),
-    ("work-manifest-replaced", make_work, _work_manifest_replaced, AGENT, True),
-    ("work-labels", make_work, _labels, AGENT, True),
-    ("work-manifest-by-non-agent", make_work, _work_manifest_added, NOT_IN_GROUP, False),
-    ("work-manifest-by-admin", make_work, _work_manifest_replaced, ADMIN, False),
-]
-
-
-@pytest.mark.parametrize(("build", "change", "user", "refused"), [c[1:] for c in RESTRICTIONS],
-                         ids=[c[0] for c in RESTRICTIONS])
-def test_restriction(build: Callable[[], Object], change: Callable[[Object], None], user: User,
-                     refused: bool) -> None:
-    old, new = build(), build()
-    assert old == new
-    change(new)
-    reason = agents.restriction(user, old, new)
-    if refused:
-        kind = type(old).__name__
-        assert reason.startswith(f'User "{user.name}" may not change {kind} "{old.metadata.name}"'), reason
-    else:
-        assert reason == ""
-
-
-def test_restriction_leaves_the_objects_alone() -> None:
-    old, new = make_cluster("m1"), make_cluster("m1")
-    _cluster_status(new)
-    _annotations(new)
-    before = new.SerializeToString(deterministic=True)
-    assert agents.restriction(AGENT, old, new) == ""
-    assert new.SerializeToString(deterministic=True) == before
-    assert new.status.kubernetes_version == "v1.31.0"
-
-
-def test_restriction_of_another_kind_is_not_its_business() -> None:
-    old = cluster_pb2.ClusterStatus(kubernetes_version="v1")
-    new = cluster_pb2.ClusterStatus(kubernetes_version="v2")
-    assert agents.restriction(AGENT, old, new) == ""

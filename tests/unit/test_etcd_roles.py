@@ -52,25 +52,16 @@ CASES: list[tuple[str, str, int, bool]] = [
     # The taint manager taints Clusters.
     ("taint_manager", CLUSTER, WRITE, True),
     ("taint_manager", TOKEN, READ, False),
-    # A Pull agent: its own cluster only.
-    ("agent-member3", WORK3, WRITE, True),
-    ("agent-member3", WORK1, WRITE, False),
-    ("agent-member3", WORK1, READ, False),
-    ("agent-member3", "/flotilla/clusters/member3", WRITE, True),
-    ("agent-member3", CLUSTER, WRITE, False),
-    ("agent-member3", "/flotilla/leases/karmada-cluster/member3", WRITE, True),
-    ("agent-member3", "/flotilla/leases/karmada-cluster/member1", WRITE, False),
-    ("agent-member3", TOKEN, READ, False),
-    ("agent-member3", "/flotilla/election/executor", WRITE, False),
     # The simulator: nothing of the plane's.
     ("sim", CLUSTER, READ, False),
     ("sim", BINDING, READ, False),
     ("sim", "/flotilla/endpoints/sim/x", WRITE, True),
-    # The webhook stores what users apply, but registers only itself.
+    # The webhook stores what users apply, and keeps Pull agents' records through the plane's API.
     ("webhook", TOKEN, WRITE, True),
     ("webhook", POLICY, WRITE, True),
-    ("webhook", "/flotilla/endpoints/scheduler/x", WRITE, False),
-    ("webhook", "/flotilla/election/executor", WRITE, False),
+    ("webhook", "/flotilla/endpoints/agent-member3/x", WRITE, True),
+    ("webhook", "/flotilla/election/agent-member3", WRITE, True),
+    ("webhook", "/other/key", READ, False),
 ]
 
 
@@ -82,8 +73,9 @@ def test_role_grants(role: str, key: str, permission: int, expected: bool) -> No
 
 def test_prefix_ranges_end_where_the_prefix_does() -> None:
     assert etcd_roles.prefix_range("/flotilla/works/") == ("/flotilla/works/", "/flotilla/works0")
-    # An agent of member1 must not reach member10's Works.
-    assert not allowed(grants_of("agent-member1"), "/flotilla/works/karmada-es-member10/x", WRITE)
+    # A role on member1's Works must not reach member10's.
+    assert not allowed([etcd_roles.Grant(*etcd_roles.resource("works", "karmada-es-member1"), WRITE)],
+                       "/flotilla/works/karmada-es-member10/x", WRITE)
 
 
 def test_every_service_has_a_role() -> None:

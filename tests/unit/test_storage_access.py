@@ -1,13 +1,20 @@
 """What a key of the store holds, in RBAC's terms (flotilla.security.storage_access): a table of
-keys and the targets they are authorized on, and of the keys the storage API does not serve."""
+keys and the targets they are authorized on, of the keys the storage API does not serve, and of
+the writes it takes (status and bookkeeping, never an object's content)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from flotilla.api import registry
+from flotilla.api.v1 import work_pb2
+from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.security import rbac
-from flotilla.security.storage_access import EVERYTHING, SYSTEM_GROUP, NotServed, Target, target_of
+from flotilla.security.storage_access import EVERYTHING, SYSTEM_GROUP, NotServed, Target, target_of, write_refusal
+from tests.factories import make_cluster
 
 WORKS, CLUSTERS = "work.karmada.io", "cluster.karmada.io"
 RBAC = "rbac.authorization.k8s.io"
@@ -72,25 +79,18 @@ REFUSED: list[tuple[str, str, str]] = [
     ("collection-too-many-segments", "/flotilla/deployments.apps/default/web/", "expected"),
     ("endpoints-too-many-segments", "/flotilla/endpoints/agent-m1/pod-1/x", "expected"),
     ("election-too-many-segments", "/flotilla/election/executor/x", "expected"),
+    # The scope of a kind the registry knows, template or not.
+    ("cluster-scoped-template-with-namespace", "/flotilla/clusterroles.rbac.authorization.k8s.io/a/b", "expected"),
+    ("namespaced-template-without-namespace", "/flotilla/rolebindings.rbac.authorization.k8s.io/b", "expected"),
+    ("no-plural", "/flotilla/.apps/ns/x", "not where objects"),
+    ("a-builtin-as-a-template", "/flotilla/works.work.karmada.io/ns/x", "not where objects"),
 ]
 
 
 # The scope of a template's kind is not consulted: a key of a cluster-scoped kind with a namespace,
 # or of a namespaced kind without one, is served, unlike a built-in's. A ClusterRole (or
-# ClusterRoleBinding) written under `<plural>/<namespace>/<name>` is authorized in that namespace
-# (a RoleBinding's grant suffices), yet lists under the ClusterRoles' prefix and rbac.role_of reads it
-# as cluster-wide; a RoleBinding with no namespace is authorized at the cluster scope and
-# rbac.Policy holds it as a ClusterRoleBinding.
-SCOPE_GAP = "storage_access._object_target checks the scope of built-ins only, not of well-known templates"
-REFUSED_XFAIL = [
-    pytest.param("/flotilla/clusterroles.rbac.authorization.k8s.io/a/b", "expected",
-                 id="cluster-scoped-template-with-namespace", marks=pytest.mark.xfail(strict=True, reason=SCOPE_GAP)),
-    pytest.param("/flotilla/rolebindings.rbac.authorization.k8s.io/b", "expected",
-                 id="namespaced-template-without-namespace", marks=pytest.mark.xfail(strict=True, reason=SCOPE_GAP)),
-]
 
-
-@pytest.mark.parametrize(("key", "why"), [pytest.param(*c[1:], id=c[0]) for c in REFUSED] + REFUSED_XFAIL)
+@pytest.mark.parametrize(("key", "why"), [pytest.param(*c[1:], id=c[0]) for c in REFUSED])
 def test_not_served(key: str, why: str) -> None:
     with pytest.raises(NotServed, match=why):
         target_of(key)
@@ -137,3 +137,97 @@ IS_OBJECT: list[tuple[str, bool]] = [
 @pytest.mark.parametrize(("key", "is_object"), IS_OBJECT, ids=[k for k, _ in IS_OBJECT])
 def test_is_object(key: str, is_object: bool) -> None:
     assert target_of(key).is_object is is_object
+
+
+# -- what may be written through the API ----------------------------------------------------
+
+
+def make_work() -> work_pb2.Work:
+    w = work_pb2.Work(api_version="work.karmada.io/v1alpha1", kind="Work")
+    w.metadata.name, w.metadata.namespace = "web", "karmada-es-m1"
+    w.spec.workload.manifests.append(b'{"apiVersion":"apps/v1","kind":"Deployment"}')
+    return w
+
+
+def make_role() -> Unstructured:
+    role = Unstructured(api_version=f"{RBAC}/v1", kind="ClusterRole",
+                        content=b'{"rules": [], "metadata": {"name": "r"}}')
+    role.metadata.name = "r"
+    return role
+
+
+def _status(obj: Any) -> None:
+    if isinstance(obj, Unstructured):
+        obj.content = b'{"rules": [], "metadata": {"name": "r"}, "status": {"x": 1}}'
+    else:
+        obj.status.conditions.add(type="Ready", status="True")
+
+
+def _annotations(obj: Any) -> None:
+    obj.metadata.annotations["flotilla.io/seen"] = "yes"
+
+
+def _finalizers(obj: Any) -> None:
+    obj.metadata.finalizers.append("karmada.io/execution-controller")
+
+
+def _labels(obj: Any) -> None:
+    obj.metadata.labels["region"] = "elsewhere"
+
+
+def _taint(obj: Any) -> None:
+    obj.spec.taints.add(key="x", effect="NoSchedule")
+
+
+def _manifest(obj: Any) -> None:
+    obj.spec.workload.manifests[0] = b'{"apiVersion":"v1","kind":"Secret"}'
+
+
+def _rules(obj: Any) -> None:
+    obj.content = b'{"rules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}], "metadata": {"name": "r"}}'
+
+
+WORK_KEY, CLUSTER_KEY = "/flotilla/works/karmada-es-m1/web", "/flotilla/clusters/m1"
+ROLE_KEY = f"/flotilla/clusterroles.{RBAC}/r"
+# (id, key, object builder, change, allowed)
+UPDATES: list[tuple[str, str, Callable[[], Any], Callable[[Any], None], bool]] = [
+    ("cluster-status", CLUSTER_KEY, lambda: make_cluster("m1"), _status, True),
+    ("cluster-annotations", CLUSTER_KEY, lambda: make_cluster("m1"), _annotations, True),
+    ("cluster-finalizers", CLUSTER_KEY, lambda: make_cluster("m1"), _finalizers, True),
+    ("cluster-taint", CLUSTER_KEY, lambda: make_cluster("m1"), _taint, False),
+    ("cluster-labels", CLUSTER_KEY, lambda: make_cluster("m1"), _labels, False),
+    ("work-status", WORK_KEY, make_work, _status, True),
+    ("work-finalizers", WORK_KEY, make_work, _finalizers, True),
+    ("work-manifest", WORK_KEY, make_work, _manifest, False),
+    ("template-status", ROLE_KEY, make_role, _status, True),
+    ("template-annotations", ROLE_KEY, make_role, _annotations, True),
+    ("template-content", ROLE_KEY, make_role, _rules, False),
+]
+
+
+@pytest.mark.parametrize(("key", "build", "change", "allowed"), [c[1:] for c in UPDATES], ids=[c[0] for c in UPDATES])
+def test_updates_written_through_the_api(key: str, build: Callable[[], Any], change: Callable[[Any], None],
+                                         allowed: bool) -> None:
+    old, new = build(), build()
+    change(new)
+    before = new.SerializeToString(deterministic=True)
+    refusal = write_refusal(target_of(key), "update", old, new)
+    assert (refusal == "") is allowed, refusal
+    if not allowed:
+        assert "through admission" in refusal
+    assert new.SerializeToString(deterministic=True) == before, "the objects are left as they are"
+
+
+@pytest.mark.parametrize(("key", "verb", "allowed"), [
+    ("/flotilla/events/default/e", "create", True),
+    ("/flotilla/leases/karmada-cluster/m1", "create", True),
+    ("/flotilla/leases/karmada-cluster/m1", "delete", True),
+    ("/flotilla/endpoints/agent-m1/pod", "create", True),
+    ("/flotilla/election/agent-m1", "delete", True),
+    (WORK_KEY, "create", False),
+    (WORK_KEY, "delete", False),
+    (ROLE_KEY, "create", False),
+    ("/flotilla/propagationpolicies/default/p", "create", False),
+])
+def test_creates_and_deletes(key: str, verb: str, allowed: bool) -> None:
+    assert (write_refusal(target_of(key), verb, None, None) == "") is allowed
