@@ -43,7 +43,8 @@ def test_context_file_format(home: Path) -> None:
     data_dir = plane_at(home / "plane", "http://127.0.0.1:4001")
     assert json.loads((data_dir / "context.json").read_text()) == {
         "etcd_endpoints": "http://127.0.0.1:4001", "data_dir": str(data_dir.resolve()), "sim_address": "",
-        "tls_ca": "", "tls_cert": "", "tls_key": "", "encryption_key_file": ""}
+        "tls_ca": "", "tls_cert": "", "tls_key": "", "encryption_key_file": "",
+        "api_address": ""}
     assert ctx.pointer_path().read_text() == f"{data_dir.resolve()}\n"
 
 
