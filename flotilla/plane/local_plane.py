@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from flotilla.plane.profiles import PROFILES
-from flotilla.security import agents, crypto, tls
+from flotilla.security import agents, crypto, rbac, tls
 from flotilla.security import context as ctx
 from flotilla.store.embedded import EtcdCluster, free_port, port_is_free
 
@@ -179,8 +179,8 @@ class LocalControlPlane:
                 services={instance: [service] for instance, service in serving.items()}, clients=["sim"],
                 identities={instance: service for instance, service in serving.items()
                             if service.startswith(agents.USER_PREFIX)},
-                groups={instance: [agents.GROUP] for instance, service in serving.items()
-                        if service.startswith(agents.USER_PREFIX)})
+                groups={instance: [agents.GROUP if service.startswith(agents.USER_PREFIX) else rbac.SERVICES_GROUP]
+                        for instance, service in serving.items()})
         os.environ.update({crypto.ENV_KEY_FILE: str(self.key_file.resolve()), **self._tls_env("admin")})
 
     def _restrict_etcd(self) -> None:

@@ -16,8 +16,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,17 +29,19 @@ from opentelemetry import trace
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.aio.tasks import cancel_and_wait
 from flotilla.runtime.collection import settle_for_service
+from flotilla.runtime.delegated_authorization import AccessReviewer, Authorizing
 from flotilla.runtime.flags import apply_env_defaults, duration
 from flotilla.runtime.health import ServiceHealth, WithoutReasons
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.tracing import setup_tracing
 from flotilla.security.context import ContextError, etcd_client_tls, resolve_endpoints
 from flotilla.security.crypto import configured_keys
+from flotilla.security.rbac import Request
 from flotilla.security.tls import TLSError, TLSFiles
 from flotilla.store import Store, Unavailable
 from flotilla.store.base import StoreBase
 from flotilla.store.connect import channel_target
-from flotilla.store.endpoints import Endpoint, Registration
+from flotilla.store.endpoints import Endpoint, Registration, list_endpoints
 from flotilla.store.events import EventQueue
 from flotilla.store.leader import LeaderElector
 from flotilla.store.remote import RemoteStore
@@ -84,6 +86,9 @@ class ServiceSpec:
     # Leader-only work; cancelled on leadership loss or shutdown.
     lead: Callable[[ServiceContext], Awaitable[None]] | None = None
     leader_elect: bool = True
+    # The RBAC request each method of its own gRPC API is (full method name -> request): with TLS
+    # on, every call is authorized by the webhook first (flotilla.runtime.delegated_authorization).
+    access: Mapping[str, Request] = field(default_factory=dict)
 
 
 def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
@@ -220,7 +225,7 @@ class Runner:
             on_unhealthy=self._task_down,
             on_healthy=self._tasks_up,
         )
-        server = grpc.aio.server()
+        server = grpc.aio.server(interceptors=self._interceptors(store))
         ctx.server = server
         names = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -271,6 +276,17 @@ class Runner:
                 await health_server.stop(None)
             await store.close()
             provider.shutdown()
+
+    def _interceptors(self, store: StoreBase) -> list[grpc.aio.ServerInterceptor]:
+        """Callers of the service's own API authorized by the webhook; without TLS no caller has an
+        identity to authorize (a plane on loopback, as the webhook's AlwaysAllow)."""
+        if self.grpc_tls is None or not self.spec.access:
+            return []
+
+        async def webhooks() -> list[str]:
+            return self.api or [e.address for e in await list_endpoints(store, "webhook")]
+
+        return [Authorizing(AccessReviewer(webhooks, self.api_tls or self.etcd_tls, self.clock), self.spec.access)]
 
     async def _start_health_server(self, host: str) -> grpc.aio.Server | None:
         if self.args.health_port < 0:

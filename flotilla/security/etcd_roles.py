@@ -21,7 +21,8 @@ Who gets what, and why:
   Works (an unjoined cluster's) and Events.
 - sim: nothing but its endpoint records.
 
-Every role also writes its own endpoint records and election key. Pull agents have no etcd user.
+Every role also writes its own endpoint records and election key, and reads the endpoint registry
+(addresses only). Pull agents have no etcd user.
 `admin` (and anyone given the `root` role) has everything. Pure: a table in, grants out (tests/unit/test_etcd_roles.py).
 """
 
@@ -87,9 +88,10 @@ def _grants(permission: int, ranges: Iterable[tuple[str, str]]) -> list[Grant]:
 
 
 def _own(name: str) -> list[Grant]:
-    """A process's own endpoint records and election key."""
+    """A process's own endpoint records and election key, and where the others are (the registry
+    holds addresses only): a service finds the webhook there to ask who may call it."""
     return [Grant(*prefix_range(f"{ROOT}endpoints/{name}/"), READWRITE),
-            Grant(f"{ROOT}election/{name}", "", READWRITE)]
+            Grant(f"{ROOT}election/{name}", "", READWRITE), Grant(*ENDPOINTS, READ)]
 
 
 def service_grants(service: str) -> list[Grant]:

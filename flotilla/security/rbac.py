@@ -18,6 +18,8 @@ template), read here as plain dicts. The rules (plugin/pkg/auth/authorizer/rbac 
 The bootstrap policy is built in (`BOOTSTRAP`), not stored: `cluster-admin` bound to the
 `system:masters` group, Kubernetes' `admin`, `edit` and `view` (each also aggregating the
 ClusterRoles labelled `rbac.authorization.k8s.io/aggregate-to-<name>: "true"`, as Kubernetes'),
+and `system:auth-delegator` (asking whether others may do something) bound to the plane's
+services (`system:flotilla:services`),
 so no write to the store can take the administrators' rights away or widen the built-in roles'
 own rules. Stored objects under those names are ignored, and admission refuses them.
 
@@ -416,15 +418,24 @@ _EDIT_RULES = (*_VIEW_RULES, *_rules((*_KARMADA_NAMESPACED, *_WORKLOADS, ("", ("
                Rule.of(_READ, ("",), ("secrets",)))
 _ADMIN_RULES = (*_EDIT_RULES, Rule.of((*_READ, *_WRITE), (GROUP,), ("roles", "rolebindings")))
 
+# The plane's services: each asks the webhook whether a caller of its own gRPC API may call it
+# (flotilla.runtime.delegated_authorization), as Kubernetes' components do with SubjectAccessReviews.
+SERVICES_GROUP = "system:flotilla:services"
+AUTH_DELEGATOR = "system:auth-delegator"
+ACCESS_REVIEW = ("authorization.k8s.io", "subjectaccessreviews")
+
 BOOTSTRAP: tuple[tuple[RoleDef, ...], tuple[BindingDef, ...]] = (
     (
         RoleDef("cluster-admin", rules=(Rule.of((ALL,), (ALL,), (ALL,)),)),
+        RoleDef(AUTH_DELEGATOR, rules=(Rule.of(("create",), (ACCESS_REVIEW[0],), (ACCESS_REVIEW[1],)),)),
         RoleDef("admin", rules=_ADMIN_RULES, aggregation=_aggregating("admin")),
         RoleDef("edit", rules=_EDIT_RULES, aggregation=_aggregating("edit"),
                 labels={f"{AGGREGATE_LABEL}admin": "true"}),
         RoleDef("view", rules=_VIEW_RULES, aggregation=_aggregating("view"),
                 labels={f"{AGGREGATE_LABEL}edit": "true"}),
     ),
-    (BindingDef("cluster-admin", CLUSTER_ROLE, "cluster-admin", (Subject("Group", MASTERS),)),),
+    (BindingDef("cluster-admin", CLUSTER_ROLE, "cluster-admin", (Subject("Group", MASTERS),)),
+     BindingDef("system:flotilla:services-auth-delegator", CLUSTER_ROLE, AUTH_DELEGATOR,
+                (Subject("Group", SERVICES_GROUP),))),
 )
 BOOTSTRAP_NAMES = frozenset(r.name for r in BOOTSTRAP[0]) | frozenset(b.name for b in BOOTSTRAP[1])

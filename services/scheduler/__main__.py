@@ -18,6 +18,7 @@ from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.plugin_api import PluginError
+from services.scheduler import servicer
 from services.scheduler.controllers import SchedulerLoop
 from services.scheduler.reconciler import SchedulerOptions
 from services.scheduler.servicer import SchedulerServicer
@@ -83,6 +84,7 @@ SPEC = ServiceSpec(
     add_arguments=add_arguments,
     add_servicers=SERVICE.add_servicers,
     lead=SERVICE.lead,
+    access=servicer.ACCESS,
 )
 
 if __name__ == "__main__":

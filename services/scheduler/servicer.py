@@ -19,9 +19,19 @@ from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.messages import decision_message
 from flotilla.scheduler.need_schedule import handled_by, need_schedule
 from flotilla.scheduler.whatif import what_if
+from flotilla.security.rbac import Request
+from flotilla.security.storage_access import SYSTEM_GROUP
 from flotilla.store import ObjectStore
 from services.rpc import abort
 from services.scheduler.reconciler import SchedulerOptions
+
+_SERVICE = scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name
+# What each call is, for RBAC (flotilla.runtime.delegated_authorization): an explanation reads a
+# binding; a forecast is computed fleet-wide, as Kubernetes' reviews are created.
+ACCESS = {
+    f"/{_SERVICE}/Explain": Request("get", registry.RESOURCE_BINDING.group, registry.RESOURCE_BINDING.plural),
+    f"/{_SERVICE}/WhatIf": Request("create", SYSTEM_GROUP, "whatifs"),
+}
 
 KINDS: dict[str, ResourceType[Binding]] = {kind.kind: kind.resource_type for kind in BINDING_KINDS}
 

@@ -14,6 +14,7 @@ from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.runtime.flags import duration, options_from
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from services.status import servicer
 from services.status.controllers import StatusControllers, StatusOptions
 from services.status.servicer import ClusterHealthServicer
 
@@ -56,6 +57,7 @@ SPEC = ServiceSpec(
     add_arguments=add_arguments,
     add_servicers=SERVICE.add_servicers,
     lead=SERVICE.lead,
+    access=servicer.ACCESS,
 )
 
 if __name__ == "__main__":

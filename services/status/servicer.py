@@ -7,10 +7,17 @@ from datetime import datetime
 import grpc
 
 from flotilla.aio.clock import Clock
+from flotilla.api import registry
 from flotilla.api.v1 import status_pb2, status_pb2_grpc
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.thresholds import time_until_visible
+from flotilla.security.rbac import Request
 from services.rpc import abort
+
+_SERVICE = status_pb2.DESCRIPTOR.services_by_name["ClusterHealth"].full_name
+# What each call is, for RBAC (flotilla.runtime.delegated_authorization).
+ACCESS = {f"/{_SERVICE}/GetClusterHealth": Request("get", registry.CLUSTER.group, registry.CLUSTER.plural,
+                                                   subresource="health")}
 
 
 def _iso(moment: datetime) -> str:

@@ -12,6 +12,7 @@ import grpc
 from flotilla.api.v1 import taint_manager_pb2, taint_manager_pb2_grpc
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from services.taint_manager import servicer
 from services.taint_manager.cluster_taints import TaintConfig
 from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig, EvictorState
@@ -85,6 +86,7 @@ SPEC = ServiceSpec(
     add_arguments=add_arguments,
     add_servicers=SERVICE.add_servicers,
     lead=SERVICE.lead,
+    access=servicer.ACCESS,
 )
 
 if __name__ == "__main__":

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import grpc
 
+from flotilla.api import registry
 from flotilla.api.v1 import taint_manager_pb2, taint_manager_pb2_grpc
+from flotilla.security.rbac import Request
 from services.taint_manager.evictor import EvictorState
 from services.taint_manager.protection import EvictionProtection
+
+_SERVICE = taint_manager_pb2.DESCRIPTOR.services_by_name["TaintManager"].full_name
+# What each call is, for RBAC (flotilla.runtime.delegated_authorization).
+ACCESS = {f"/{_SERVICE}/GetEvictionState": Request("get", registry.CLUSTER.group, registry.CLUSTER.plural,
+                                                   subresource="eviction")}
 
 
 class TaintManagerServicer(taint_manager_pb2_grpc.TaintManagerServicer):

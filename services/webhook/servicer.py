@@ -22,7 +22,7 @@ from opentelemetry import trace
 from flotilla.api import codec, registry
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
-from flotilla.security.rbac import Decision, User
+from flotilla.security.rbac import ACCESS_REVIEW, Decision, User
 from flotilla.security.rbac import Request as Access
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
@@ -215,7 +215,8 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     async def ReviewAccess(self, request: webhook_pb2.AccessReviewRequest, context: grpc.aio.ServicerContext
                            ) -> webhook_pb2.AccessReviewResponse:
         """Anyone may ask about themselves; asking about another user needs the impersonate verb
-        on that user (and on each group named), as kubectl's --as does."""
+        on that user (and on each group named), as kubectl's --as does, or `create` on
+        subjectaccessreviews (the services' system:auth-delegator)."""
         caller = await self._caller(context)
         subject = caller
         if request.groups and not request.user:
@@ -223,6 +224,11 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         if request.user:
             wanted = [Access("impersonate", "", "users", name=request.user),
                       *(Access("impersonate", "", "groups", name=g) for g in request.groups)]
+            # Kubernetes' SubjectAccessReview: whoever may create one may ask about anyone (the
+            # services, for their own APIs' callers: flotilla.runtime.delegated_authorization).
+            review = Access("create", *ACCESS_REVIEW)
+            if self.authorizer.authorize(caller, review).allowed:
+                wanted = [review]
             for impersonation in wanted:
                 decision = self._decide("ReviewAccess", caller, impersonation,
                                         self.authorizer.authorize(caller, impersonation))

@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import aetcd.exceptions
 import pytest
 
 from flotilla.api import keys, registry
@@ -35,7 +34,7 @@ from flotilla.plane import simclient
 from flotilla.plane.local_plane import SERVICES, RunState
 from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
-from flotilla.store import Store
+from flotilla.store import Store, StoreError
 from flotilla.store.embedded import member_status, move_leader
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
@@ -145,7 +144,7 @@ class ChaosPlane:
         try:
             identity = await current_leader(store, service)
             found = {e.id: e for e in await list_endpoints(store, service)}
-        except aetcd.exceptions.ClientError:
+        except StoreError:
             return None
         finally:
             await store.close()

@@ -47,7 +47,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Plane, Emb
 async def leader_elected(plane: Plane) -> list[InstanceStatus]:
     store = await Store.connect(plane.endpoint)
     try:
-        statuses = await collect(store.client)
+        statuses = await collect(store)
     finally:
         await store.close()
     return statuses

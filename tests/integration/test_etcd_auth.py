@@ -78,8 +78,9 @@ async def test_each_identity_may_do_its_job_and_nothing_else(
 
 async def test_a_certificate_with_no_etcd_user_gets_nothing(
         restricted: dict[str, aetcd.Client], private_etcd: EmbeddedEtcd, security: Security, tmp_path: Path) -> None:
+    # A Pull agent is such a certificate: it works through the plane's API, never etcd.
     stranger = tls.Authority(tmp_path / "other", "unused", security.pki / "ca.crt", security.pki / "ca.key").issue(
-        "carol", "carol", [], server=False, client=True)
+        "agent-member3", "agent-member3", [], server=False, client=True, groups=["system:flotilla:agents"])
     client = make_client(private_etcd.endpoint, tls=stranger)
     try:
         await client.connect()

@@ -11,13 +11,15 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from flotilla.api import registry
-from flotilla.api.v1 import core_pb2, work_pb2
+from flotilla.api.owners import SERVICES
+from flotilla.api.v1 import core_pb2, webhook_pb2, webhook_pb2_grpc, work_pb2
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.security import agents, tls
-from flotilla.security.rbac import MASTERS
+from flotilla.security.rbac import MASTERS, SERVICES_GROUP
 from flotilla.store import Forbidden, Store, StoreError
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import list_endpoints
@@ -193,3 +195,32 @@ async def test_events_of_an_agent_are_written(stores: dict[str, RemoteStore]) ->
     lease = await agent.grant_lease(60)
     written = await agent.create(event, lease=lease)
     assert written.metadata.resource_version
+
+
+@pytest.mark.parametrize("identity", [*SERVICES, "sim"])
+async def test_a_service_identity_may_ask_about_callers_and_read_nothing(
+        identity: str, api_webhook: subprocess.Popen[bytes], store: Store, security: Security, tmp_path: Path) -> None:
+    """What `flotilla up` issues each service (in system:flotilla:services) and the simulator (no
+    group): through the plane's API a service may ask whether its callers may call it, and the
+    simulator not even that; neither reads a Secret or a binding."""
+    endpoint = next(e for e in await list_endpoints(store, "webhook") if e.pid == api_webhook.pid)
+    groups = [SERVICES_GROUP] if identity != "sim" else []
+    files = tls.Authority(tmp_path, "unused", Path(security.pki) / "ca.crt", Path(security.pki) / "ca.key").issue(
+        identity, identity, [], server=False, client=True, groups=groups)
+    async with tls.grpc_channel(endpoint.address, files, tls.service_server_name("webhook")) as channel:
+        ask = webhook_pb2.AccessReviewRequest(verb="get", api_group="", resource="secrets", user="ann")
+        if identity == "sim":
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await webhook_pb2_grpc.WebhookStub(channel).ReviewAccess(ask, timeout=30)
+            assert raised.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        else:
+            answer = await webhook_pb2_grpc.WebhookStub(channel).ReviewAccess(ask, timeout=30)
+            assert not answer.allowed and 'User "ann" cannot get resource "secrets"' in answer.reason
+    remote = RemoteStore([endpoint.address], files)
+    try:
+        with pytest.raises(Forbidden, match=f'User "{identity}" cannot list resource "secrets"'):
+            await remote.kv_range("/flotilla/secrets/karmada-cluster/")
+        with pytest.raises(Forbidden):
+            await remote.list(registry.RESOURCE_BINDING)
+    finally:
+        await remote.close()
