@@ -33,6 +33,9 @@ SERVICES = {
     "executor": "executor",
 }
 KUBECTL = shutil.which("kubectl")
+# How a pod names etcd: the flotilla-etcd Service's client port (FLOTILLA_ETCD_ENDPOINTS, or an
+# argument such as the etcd-auth Job's --etcd-endpoints).
+IN_CLUSTER_ETCD = re.compile(r"https://flotilla-etcd(\.flotilla-system(\.svc(\.cluster\.local)?)?)?:2379")
 
 Obj = dict[str, Any]
 
@@ -94,8 +97,9 @@ def local_process(objs: tuple[Obj, ...], container: Obj, *, pod_name: str, etcd_
                   ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment (FLOTILLA_* and the container's own variables only) that
     `container` gives, run here: `python` is this interpreter, the pod's IP is 127.0.0.1, the etcd
-    endpoint is `etcd_endpoint`, each container port is moved to its entry in `ports` and a
-    path under a volume's mount path to the local directory `mounts` gives for it."""
+    endpoint (FLOTILLA_ETCD_ENDPOINTS, and an argument naming the in-cluster etcd) is
+    `etcd_endpoint`, each container port is moved to its entry in `ports` and a path under a
+    volume's mount path to the local directory `mounts` gives for it."""
     field_values = {"metadata.name": pod_name, "status.podIP": "127.0.0.1", "metadata.namespace": "flotilla-system"}
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
@@ -112,7 +116,8 @@ def local_process(objs: tuple[Obj, ...], container: Obj, *, pod_name: str, etcd_
     command = list(container.get("command") or image_entrypoint())
     if command[0] == "python":
         command[0] = sys.executable
-    args = [swap_ports(expand(a, env), ports) for a in container.get("args", [])]
+    args = [etcd_endpoint if IN_CLUSTER_ETCD.fullmatch(expand(a, env)) else swap_ports(expand(a, env), ports)
+            for a in container.get("args", [])]
     return command + args, env
 
 
