@@ -106,6 +106,14 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, f'"{key}": expected {wanted}')
         return target
 
+    async def _allowed(self, method: str, verb: str, key: str, context: grpc.aio.ServicerContext, *,
+                       collection: bool = False) -> tuple[User, Target]:
+        """Who calls and what the key holds, once the caller may `verb` it."""
+        user = await self.gate.caller(context)
+        target = await self._target(key, context, collection=collection)
+        await self.gate.check(method, user, target.request(verb), context)
+        return user, target
+
     async def _decoded(self, target: Target, key: str, value: bytes, context: grpc.aio.ServicerContext
                        ) -> Message | None:
         try:
@@ -139,18 +147,14 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def Get(self, request: storage_pb2.KeyRequest, context: grpc.aio.ServicerContext
                   ) -> storage_pb2.KeyValueReply:
         async with _store_errors(context):
-            user = await self.gate.caller(context)
-            target = await self._target(request.key, context, collection=False)
-            await self.gate.check("Get", user, target.request("get"), context)
+            await self._allowed("Get", "get", request.key, context)
             kv = await self.store.kv_get(request.key)
             return storage_pb2.KeyValueReply(found=True, kv=_kv(kv)) if kv else storage_pb2.KeyValueReply()
 
     async def Range(self, request: storage_pb2.KeyRequest, context: grpc.aio.ServicerContext
                     ) -> AsyncIterator[storage_pb2.RangeReply]:
         async with _store_errors(context):
-            user = await self.gate.caller(context)
-            target = await self._target(request.key, context, collection=True)
-            await self.gate.check("Range", user, target.request("list"), context)
+            await self._allowed("Range", "list", request.key, context, collection=True)
             kvs, revision = await self.store.kv_range(request.key)
         piece, size = storage_pb2.RangeReply(revision=revision), 0
         for kv in kvs:
@@ -166,9 +170,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         key = request.key
         collection = key.endswith("/")
         async with _store_errors(context):
-            user = await self.gate.caller(context)
-            target = await self._target(key, context, collection=collection)
-            await self.gate.check("Watch", user, target.request("watch"), context)
+            await self._allowed("Watch", "watch", key, context, collection=collection)
             async with contextlib.aclosing(self.store.watch(key, request.start_revision)) as events:
                 async for event in events:
                     # A key's watch is a prefix watch underneath: `a` must not see `a-2`.
@@ -183,9 +185,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def Create(self, request: storage_pb2.WriteRequest, context: grpc.aio.ServicerContext
                      ) -> storage_pb2.WriteReply:
         async with _store_errors(context):
-            user = await self.gate.caller(context)
-            target = await self._target(request.key, context, collection=False)
-            await self.gate.check("Create", user, target.request("create"), context)
+            user, target = await self._allowed("Create", "create", request.key, context)
             new = await self._decoded(target, request.key, request.value, context)
             await self._writable(target, "create", None, new, context)
             lease = await self._lease_for_write(user, request.lease, context)
@@ -216,9 +216,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def DeleteIf(self, request: storage_pb2.WriteRequest, context: grpc.aio.ServicerContext
                        ) -> storage_pb2.WriteReply:
         async with _store_errors(context):
-            user = await self.gate.caller(context)
-            target = await self._target(request.key, context, collection=False)
-            await self.gate.check("DeleteIf", user, target.request("delete"), context)
+            _, target = await self._allowed("DeleteIf", "delete", request.key, context)
             await self._writable(target, "delete", None, None, context)
             return storage_pb2.WriteReply(succeeded=await self.store.kv_delete_if(request.key, request.mod_revision))
 
