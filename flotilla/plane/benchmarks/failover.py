@@ -276,10 +276,11 @@ class Watcher:
 class Plane:
     """etcd, the services and the simulator, as `flotilla up` starts them, in a directory of ours."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str], clusters: int, node_pods: int) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str], clusters: int, node_pods: int,
+                 insecure: bool = False) -> None:
         from flotilla.plane.local_plane import LocalControlPlane
 
-        self.local = LocalControlPlane(data_dir, None, free_port(), detach=False, extra_env=env)
+        self.local = LocalControlPlane(data_dir, None, free_port(), detach=False, extra_env=env, insecure=insecure)
         self.clusters = clusters
         self.node_pods = node_pods
 
@@ -346,6 +347,7 @@ class Options:
     probe_interval: float = 0.05
     concurrency: int = 16
     fault: str = "down"
+    insecure: bool = False
 
 
 async def apply_all(store: Store, docs: list[dict[str, Any]], concurrency: int) -> None:
@@ -647,7 +649,7 @@ def run(opts: Options) -> dict[str, Any]:
     env = {**PROFILES["demo"], **FAST_WAITS, "FLOTILLA_CLUSTER_FAILURE_THRESHOLD": opts.failure_threshold}
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-failover-") as tmp:
-        plane = Plane(Path(tmp), env, opts.clusters, layout.node_pods(opts.replicas))
+        plane = Plane(Path(tmp), env, opts.clusters, layout.node_pods(opts.replicas), opts.insecure)
         prober: subprocess.Popen[str] | None = None
         try:
             plane.start()
@@ -669,7 +671,7 @@ def run(opts: Options) -> dict[str, Any]:
             if opts.keep_logs is not None:
                 keep_logs(Path(tmp), opts.keep_logs)
     return {"clusters": opts.clusters, "bindings": opts.bindings, "replicas": opts.replicas,
-            "affected": [n for _, n in layout.victims], "fault": opts.fault,
+            "affected": [n for _, n in layout.victims], "fault": opts.fault, "insecure": opts.insecure,
             "failure_threshold": opts.failure_threshold,
             "waits": FAST_WAITS, "cpus": os.cpu_count(), "load_average_start": [round(x, 2) for x in load_start],
             **measured, "load_average_end": [round(x, 2) for x in os.getloadavg()]}
@@ -699,6 +701,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long a member must fail its probes before it is not Ready (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                         help="give up on the rollout, and on each failover, after this long (default %(default)gs)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="run the plane as `flotilla up --insecure` does (no TLS, no etcd auth, no RBAC): "
+                             "what least privilege costs is the difference")
     parser.add_argument("--keep-logs", type=Path, default=None, metavar="DIR",
                         help="copy the services' logs and the trace file into DIR before the plane's "
                              "directory is removed")
@@ -711,7 +716,7 @@ def options(args: argparse.Namespace) -> Options:
         affected = [args.affected or max(1, args.bindings // 10)]
     return Options(clusters=args.clusters, bindings=args.bindings, affected=affected, replicas=args.replicas,
                    timeout=args.timeout, failure_threshold=args.failure_threshold, keep_logs=args.keep_logs,
-                   fault=args.fault)
+                   fault=args.fault, insecure=args.insecure)
 
 
 def main(args: argparse.Namespace) -> int:
