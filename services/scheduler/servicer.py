@@ -4,6 +4,7 @@ every replica serves them, leader or not."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import grpc
@@ -45,6 +46,8 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
         self.options = options
         # The leader's ledger while this replica leads: explain then answers what the loop would decide.
         self.reservations = reservations
+        # One forecast at a time per replica: each schedules every affected binding of the fleet.
+        self._forecasting = asyncio.Lock()
 
     async def Explain(self, request: scheduler_pb2.ExplainRequest, context: grpc.aio.ServicerContext
                       ) -> scheduler_pb2.ScheduleDecision:
@@ -69,6 +72,17 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
 
     async def WhatIf(self, request: scheduler_pb2.WhatIfRequest, context: grpc.aio.ServicerContext
                      ) -> scheduler_pb2.WhatIfReport:
+        """Scheduled off the event loop (in a thread, on objects read for it alone), one at a time:
+        a forecast over thousands of bindings must not stall the leader's scheduling, and callers
+        asking at once get RESOURCE_EXHAUSTED rather than a queue of them."""
+        if self._forecasting.locked():
+            await abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        "a forecast is being computed on this scheduler replica; try again when it is done")
+        async with self._forecasting:
+            return await self._what_if(request, context)
+
+    async def _what_if(self, request: scheduler_pb2.WhatIfRequest, context: grpc.aio.ServicerContext
+                       ) -> scheduler_pb2.WhatIfReport:
         clusters = (await self.store.list(registry.CLUSTER)).items
         known = {c.metadata.name for c in clusters}
         unknown = sorted(set(request.clusters) - known)
@@ -78,8 +92,9 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
         bindings: list[Binding] = []
         for rt in KINDS.values():
             bindings.extend((await self.store.list(rt)).items)
-        result = what_if(bindings, clusters, list(request.clusters), self.framework, self.clock.now(),
-                         self.options.scheduler_name, self.options.empty_workload_propagation)
+        result = await asyncio.to_thread(what_if, bindings, clusters, list(request.clusters), self.framework,
+                                         self.clock.now(), self.options.scheduler_name,
+                                         self.options.empty_workload_propagation)
         report = scheduler_pb2.WhatIfReport(failed_clusters=result.failed, unaffected=result.unaffected)
         for forecast in result.forecasts:
             meta, decision = forecast.binding.metadata, forecast.decision

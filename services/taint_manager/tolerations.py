@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from flotilla.api.bounds import clamp_seconds
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.taints import (
     EFFECT_NO_EXECUTE,
@@ -52,7 +53,8 @@ def assess(
         # As Karmada: only a taint with timeAdded starts a toleration's clock (admission stamps them all).
         if used.HasField("toleration_seconds") and taint.HasField("time_added"):
             added = taint.time_added.ToDatetime(tzinfo=UTC)
-            triggers.append(added + timedelta(seconds=max(used.toleration_seconds, 0)))
+            # Clamped: a value stored before admission bounded it must not overflow the date.
+            triggers.append(added + timedelta(seconds=clamp_seconds(max(used.toleration_seconds, 0))))
     if untolerated:
         return Verdict(NOW, untolerated=tuple(untolerated))
     if not triggers:

@@ -19,8 +19,10 @@ from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, ClusterTaintPolicy, PropagationPolicy
 from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig
+from services.webhook.rules.bounds import seconds_out_of_bounds
 from services.webhook.rules.cluster import cluster_name, validate_cluster
 from services.webhook.rules.interpreter import validate_interpreter_customization
+from services.webhook.rules.kinds import selector_kind_problems, template_kind_problems
 from services.webhook.rules.metadata import NameRule, validate_metadata
 from services.webhook.rules.names import dns1123_subdomain
 from services.webhook.rules.propagation import validate_policy
@@ -46,7 +48,8 @@ _NAME_RULES: dict[type[Message], NameRule] = {Cluster: cluster_name}
 def validate_object(obj: Message, old: Message | None, config: AdmissionConfig) -> list[FieldError]:
     """Every problem, each with the field path; [] when valid. Runs after default_object."""
     if isinstance(obj, Unstructured):
-        return list(validate_template(obj))
+        # A kind not spelled as Kubernetes spells one is refused before anything is read from it.
+        return list(template_kind_problems(obj)) or list(validate_template(obj))
     resource_type = registry.for_object(obj)
     errors = list(
         validate_metadata(
@@ -58,4 +61,7 @@ def validate_object(obj: Message, old: Message | None, config: AdmissionConfig) 
     validator = _VALIDATORS.get(type(obj))
     if validator is not None:
         errors.extend(validator(obj, old if type(old) is type(obj) else None, config))
+    errors.extend(seconds_out_of_bounds(obj))
+    if isinstance(obj, PropagationPolicy | ClusterPropagationPolicy):
+        errors.extend(selector_kind_problems(obj))
     return errors
