@@ -61,25 +61,25 @@ async def cmd_apply(args: argparse.Namespace) -> int:
         known = KnownKinds([doc for doc in docs if is_crd(doc)])
         needs_crds = any(known.problem(doc) for doc in docs if doc.get("apiVersion") and doc.get("kind"))
         problems = kind_problems(sources, await stored_crds(store) if needs_crds else [])
-        webhook = WebhookClient(store)
-        for i, doc in enumerate(docs):
-            if i in problems:
-                continue
-            request = admission_request(doc)
-            response = await webhook.call(lambda s: s.Validate, request)
-            if not response.allowed:
-                problems[i] = violations_line(display_name(doc), response)
-        if problems:
-            for i in sorted(problems):
-                print(problems[i], file=sys.stderr)
-            return 1
-        for doc in docs:
-            request = admission_request(doc)
-            response = await webhook.call(lambda s: s.Apply, request)
-            if not response.allowed:
-                print(violations_line(display_name(doc), response), file=sys.stderr)
+        async with WebhookClient(store) as webhook:
+            for i, doc in enumerate(docs):
+                if i in problems:
+                    continue
+                request = admission_request(doc)
+                response = await webhook.call(lambda s: s.Validate, request)
+                if not response.allowed:
+                    problems[i] = violations_line(display_name(doc), response)
+            if problems:
+                for i in sorted(problems):
+                    print(problems[i], file=sys.stderr)
                 return 1
-            print(f"{display_name(doc)} {response.result}")
+            for doc in docs:
+                request = admission_request(doc)
+                response = await webhook.call(lambda s: s.Apply, request)
+                if not response.allowed:
+                    print(violations_line(display_name(doc), response), file=sys.stderr)
+                    return 1
+                print(f"{display_name(doc)} {response.result}")
     return 0
 
 

@@ -38,7 +38,8 @@ async def cmd_can_i(args: argparse.Namespace) -> int:
                                               subresource=args.subresource, namespace=namespace, name=name,
                                               user=args.as_user or "", groups=args.as_groups)
     async with open_store(args) as store:
-        answer = await WebhookClient(store).call(lambda s: s.ReviewAccess, request)
+        async with WebhookClient(store) as webhook:
+            answer = await webhook.call(lambda s: s.ReviewAccess, request)
     if not args.quiet:
         print("yes" if answer.allowed else "no")
     return 0 if answer.allowed else 1

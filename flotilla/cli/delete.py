@@ -32,21 +32,21 @@ async def cmd_delete(args: argparse.Namespace) -> int:
     targets = _targets(args)
     failed = 0
     async with open_store(args) as store:
-        webhook = WebhookClient(store)
-        for doc in targets:
-            meta = doc.get("metadata") or {}
-            request = webhook_pb2.DeleteRequest(
-                api_version=str(doc.get("apiVersion", "")), kind=str(doc.get("kind", "")),
-                namespace=str(meta.get("namespace") or args.namespace or ""), name=str(meta.get("name", "")),
-            )
-            try:
-                response = await webhook.call(lambda s: s.Delete, request)
-            except UserError as e:
-                failed += 1
-                print(f"error: {display_name(doc)}: {e}", file=sys.stderr)
-                continue
-            suffix = "deleted" if response.result == "deleted" else "marked for deletion (finalizers pending)"
-            print(f"{display_name(doc)} {suffix}")
+        async with WebhookClient(store) as webhook:
+            for doc in targets:
+                meta = doc.get("metadata") or {}
+                request = webhook_pb2.DeleteRequest(
+                    api_version=str(doc.get("apiVersion", "")), kind=str(doc.get("kind", "")),
+                    namespace=str(meta.get("namespace") or args.namespace or ""), name=str(meta.get("name", "")),
+                )
+                try:
+                    response = await webhook.call(lambda s: s.Delete, request)
+                except UserError as e:
+                    failed += 1
+                    print(f"error: {display_name(doc)}: {e}", file=sys.stderr)
+                    continue
+                suffix = "deleted" if response.result == "deleted" else "marked for deletion (finalizers pending)"
+                print(f"{display_name(doc)} {suffix}")
     return 1 if failed else 0
 
 

@@ -63,16 +63,16 @@ async def join_cluster(store: StoreBase, args: argparse.Namespace, rejoin: bool 
     cluster = cluster_document(args, credentials.insecure_skip_tls_verify)
     if not rejoin and await store.try_get(registry.CLUSTER, "", args.name) is not None:
         raise UserError(f'cluster "{args.name}" is already joined')
-    webhook = WebhookClient(store)
-    # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
-    for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
-                        ("Apply", cluster)):
-        request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
-        # Called at once, so the lambda sees this iteration's method.
-        response: webhook_pb2.AdmissionResponse = await webhook.call(
-            lambda s: getattr(s, method), request)  # noqa: B023
-        if not response.allowed:
-            raise UserError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
+    async with WebhookClient(store) as webhook:
+        # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
+        for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
+                            ("Apply", cluster)):
+            request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
+            # Called at once, so the lambda sees this iteration's method.
+            response: webhook_pb2.AdmissionResponse = await webhook.call(
+                lambda s: getattr(s, method), request)  # noqa: B023
+            if not response.allowed:
+                raise UserError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
 
 
 def join_args(name: str, kubeconfig: str, mode: str = "Push", **extra: str) -> argparse.Namespace:
@@ -100,7 +100,8 @@ async def cmd_unjoin(args: argparse.Namespace) -> int:
         async with contextlib.aclosing(watch) as changes:
             request = webhook_pb2.DeleteRequest(api_version=registry.CLUSTER.api_version, kind="Cluster",
                                                 name=args.name)
-            response = await WebhookClient(store).call(lambda s: s.Delete, request)
+            async with WebhookClient(store) as webhook:
+                response = await webhook.call(lambda s: s.Delete, request)
             if response.result != "deleted" and args.wait > 0:
                 try:
                     async with asyncio.timeout(args.wait):

@@ -51,25 +51,25 @@ async def cmd_taint(args: argparse.Namespace) -> int:
     if not args.taints:
         raise UserError("at least one taint (KEY[=VALUE]:EFFECT or KEY[:EFFECT]-) is required")
     async with open_store(args) as store:
-        webhook = WebhookClient(store)
-        for _ in range(5):
-            try:
-                cluster = await store.get(registry.CLUSTER, "", args.name)
-            except NotFound as e:
-                raise UserError(f'clusters "{args.name}" not found') from e
-            verb = change_taints(cluster, args.taints, args.overwrite)
-            doc = codec.to_dict(cluster)
-            doc.pop("status", None)
-            request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
-            try:
-                response = await webhook.call(lambda s: s.Apply, request)
-            except WebhookConflict:
-                continue
-            if not response.allowed:
-                print(violations_line(f"cluster/{args.name}", response), file=sys.stderr)
-                return 1
-            print(f"cluster/{args.name} {verb}")
-            return 0
+        async with WebhookClient(store) as webhook:
+            for _ in range(5):
+                try:
+                    cluster = await store.get(registry.CLUSTER, "", args.name)
+                except NotFound as e:
+                    raise UserError(f'clusters "{args.name}" not found') from e
+                verb = change_taints(cluster, args.taints, args.overwrite)
+                doc = codec.to_dict(cluster)
+                doc.pop("status", None)
+                request = webhook_pb2.AdmissionRequest(object_json=json.dumps(doc))
+                try:
+                    response = await webhook.call(lambda s: s.Apply, request)
+                except WebhookConflict:
+                    continue
+                if not response.allowed:
+                    print(violations_line(f"cluster/{args.name}", response), file=sys.stderr)
+                    return 1
+                print(f"cluster/{args.name} {verb}")
+                return 0
     raise UserError(f"cluster/{args.name} kept changing; try again")
 
 

@@ -28,10 +28,30 @@ class WebhookConflict(UserError):
 
 
 class WebhookClient:
+    """Calls the webhook over one channel per replica, kept for the client's life (`async with`,
+    or `close()`): a file of a thousand documents is one TLS handshake, not a thousand."""
+
     def __init__(self, store: StoreBase) -> None:
         self.store = store
         self._addresses: list[str] | None = None
         self._endpoints: dict[str, Endpoint] = {}
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    async def __aenter__(self) -> WebhookClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        channels, self._channels = self._channels, {}
+        for channel in channels.values():
+            await channel.close()
+
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        if address not in self._channels:
+            self._channels[address] = service_channel(self._endpoints.get(address, address), "webhook")
+        return self._channels[address]
 
     async def addresses(self) -> list[str]:
         if self._addresses is None and os.environ.get(ADDRESS_ENV):
@@ -54,13 +74,12 @@ class WebhookClient:
         """Call one RPC, trying each registered replica until one answers."""
         tried = []
         for address in await self.addresses():
-            async with service_channel(self._endpoints.get(address, address), "webhook") as channel:
-                try:
-                    return await method(webhook_pb2_grpc.WebhookStub(channel))(request, timeout=TIMEOUT)
-                except grpc.aio.AioRpcError as e:
-                    if e.code() == grpc.StatusCode.ABORTED:
-                        raise WebhookConflict(e.details() or "conflict") from e
-                    if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                        raise UserError(e.details() or e.code().name) from e
-                    tried.append(address)
+            try:
+                return await method(webhook_pb2_grpc.WebhookStub(self._channel(address)))(request, timeout=TIMEOUT)
+            except grpc.aio.AioRpcError as e:
+                if e.code() == grpc.StatusCode.ABORTED:
+                    raise WebhookConflict(e.details() or "conflict") from e
+                if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    raise UserError(e.details() or e.code().name) from e
+                tried.append(address)
         raise UserError(f"cannot reach the webhook at {', '.join(tried)}")

@@ -353,16 +353,17 @@ class Options:
 async def apply_all(store: Store, docs: list[dict[str, Any]], concurrency: int) -> None:
     from flotilla.cli.webhook_client import WebhookClient
 
-    webhook = WebhookClient(store)
     semaphore = asyncio.Semaphore(concurrency)
+    async with WebhookClient(store) as webhook:
 
-    async def apply(doc: dict[str, Any]) -> None:
-        async with semaphore:
-            response = await webhook.call(lambda s: s.Apply, webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
-        if not response.allowed:
-            raise BenchError(f"{doc['kind']} {doc['metadata']['name']} refused: {response.message}")
+        async def apply(doc: dict[str, Any]) -> None:
+            async with semaphore:
+                response = await webhook.call(lambda s: s.Apply,
+                                              webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
+            if not response.allowed:
+                raise BenchError(f"{doc['kind']} {doc['metadata']['name']} refused: {response.message}")
 
-    await asyncio.gather(*(apply(d) for d in docs))
+        await asyncio.gather(*(apply(d) for d in docs))
 
 
 async def until(watcher: Watcher, check: Any, timeout: float, period: float = 0.5) -> bool:

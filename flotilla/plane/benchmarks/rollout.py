@@ -179,6 +179,7 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
         await asyncio.sleep(0.2)
     wall = time.perf_counter() - started
     watching.cancel()
+    await webhook.close()
     await store.close()
     return {
         "placements": total, "healthy": counts["Healthy"], "unhealthy": counts["Unhealthy"],
