@@ -4,13 +4,22 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test fuzz chaos demo protos lint bench clean
+.PHONY: test fuzz chaos demo protos lint bench clean lock
 
-$(STAMP): pyproject.toml
+# Every package, pip and the build backend included, at the version and hash of the lock files
+# (requirements/README.md); the project itself is then installed without resolving anything.
+$(STAMP): pyproject.toml requirements/build.lock requirements/test.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --require-hashes -r requirements/build.lock
+	$(BIN)/python -m pip install -q --require-hashes -r requirements/test.lock
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Re-resolve the lock files after a change to pyproject.toml's dependencies (needs uv).
+lock:
+	uv pip compile pyproject.toml --extra test --generate-hashes --universal --python-version 3.11 -o requirements/test.lock
+	uv pip compile pyproject.toml --generate-hashes --universal --python-version 3.11 -o requirements/run.lock
+	uv pip compile requirements/build.in --generate-hashes --universal --python-version 3.11 -o requirements/build.lock
 
 test: $(STAMP)
 	$(BIN)/ruff check .

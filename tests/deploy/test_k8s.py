@@ -456,6 +456,18 @@ def test_docs_issue_the_bootstrap_certificate_the_job_calls_etcd_with() -> None:
     assert f"kubectl -n {NAMESPACE} wait --for=condition=complete job/{ETCD_AUTH_JOB}" in docs
 
 
+@pytest.mark.parametrize("kustomization", sorted(KUSTOMIZATIONS))
+def test_every_image_is_pinned_by_digest(kustomization: str) -> None:
+    """A tag can be pushed again; a digest cannot."""
+    objs = render(kustomization)
+    images = {c["image"] for kind in ("Deployment", "StatefulSet", "Job") for workload in find(objs, kind)
+              for c in workload["spec"]["template"]["spec"]["containers"]}
+    external = {image for image in images if not image.startswith("flotilla:")}
+    assert external, "etcd's image at least"
+    for image in external:
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", image), f"{image}: pin it by digest"
+
+
 def test_dockerfile_is_multi_stage_pinned_and_non_root() -> None:
     steps = dockerfile_instructions()
     args = dict(rest.split("=", 1) for word, rest in steps if word == "ARG" and "=" in rest)
@@ -463,7 +475,11 @@ def test_dockerfile_is_multi_stage_pinned_and_non_root() -> None:
     assert len(froms) >= 2, "multi-stage"
     images = [args.get(f.strip("${}"), f) for f in froms]
     for image in images:
-        assert re.fullmatch(r"python:3\.\d+\.\d+-slim(-\w+)?", image), f"{image}: pin an exact Python tag"
+        assert re.fullmatch(r"python:3\.\d+\.\d+-slim(-\w+)?@sha256:[0-9a-f]{64}", image), \
+            f"{image}: pin an exact Python tag, by digest"
+    # Every dependency from the lock, with hashes; the package itself resolves nothing.
+    runs = " ".join(rest for word, rest in steps if word == "RUN")
+    assert "--require-hashes -r requirements/run.lock" in runs and "--no-deps" in runs
     user = [rest for word, rest in steps if word == "USER"][-1]
     uid = int(user.split(":")[0])
     assert uid > 0
