@@ -132,6 +132,11 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser.add_argument("--endpoint-ttl", type=duration, default=duration("10s"))
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--shutdown-grace", type=duration, default=duration("5s"))
+    parser.add_argument("--max-concurrent-rpcs", type=int, default=1024,
+                        help="calls (watch streams included) served at once; beyond it a call is refused with "
+                             "RESOURCE_EXHAUSTED rather than queued")
+    parser.add_argument("--max-message-bytes", type=int, default=4 * 2**20,
+                        help="largest gRPC message received (sent: 4 times as large); a larger one is refused")
     parser.add_argument("--event-qps", type=float, default=50.0,
                         help="Events written per second at most, in the background; in a storm they wait, and "
                              "beyond 1,000 waiting they are dropped, never waited for")
@@ -225,7 +230,8 @@ class Runner:
             on_unhealthy=self._task_down,
             on_healthy=self._tasks_up,
         )
-        server = grpc.aio.server(interceptors=self._interceptors(store))
+        server = grpc.aio.server(interceptors=self._interceptors(store), options=server_options(self.args),
+                                 maximum_concurrent_rpcs=self.args.max_concurrent_rpcs)
         ctx.server = server
         names = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -291,7 +297,7 @@ class Runner:
     async def _start_health_server(self, host: str) -> grpc.aio.Server | None:
         if self.args.health_port < 0:
             return None
-        server = grpc.aio.server()
+        server = grpc.aio.server(options=server_options(self.args), maximum_concurrent_rpcs=16)
         health_pb2_grpc.add_HealthServicer_to_server(WithoutReasons(self.health), server)
         self.health_port = server.add_insecure_port(f"{host or '0.0.0.0'}:{self.args.health_port}")
         await server.start()
@@ -374,6 +380,28 @@ class Runner:
         await elector.resign()
         # After a failure let a standby lead, and do not spin if the failure repeats at once.
         return 1.0 if failed else 0.0
+
+
+# A client that pings more often than this without calls gets GOAWAY after two strikes, as gRPC
+# servers enforce keepalive; the server pings an idle connection to find dead peers.
+_MIN_CLIENT_PING_MS = 30_000
+_KEEPALIVE_MS, _KEEPALIVE_TIMEOUT_MS = 60_000, 20_000
+_MAX_STREAMS_PER_CONNECTION = 256
+
+
+def server_options(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """What bounds one caller's share of a service's gRPC server: streams per connection, message
+    sizes, keepalive enforcement. (Calls in all: `maximum_concurrent_rpcs`.)"""
+    return [
+        ("grpc.max_concurrent_streams", _MAX_STREAMS_PER_CONNECTION),
+        ("grpc.max_receive_message_length", args.max_message_bytes),
+        ("grpc.max_send_message_length", 4 * args.max_message_bytes),
+        ("grpc.keepalive_time_ms", _KEEPALIVE_MS),
+        ("grpc.keepalive_timeout_ms", _KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 0),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", _MIN_CLIENT_PING_MS),
+        ("grpc.http2.max_ping_strikes", 2),
+    ]
 
 
 def _reachable(host: str) -> str:
