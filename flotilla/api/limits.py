@@ -110,3 +110,31 @@ def _utf8(text: str) -> tuple[int, str]:
 def _shorten(path: str, keep: int = 80) -> str:
     # A path a hundred levels deep is no help on one line; its start says where it went wrong.
     return path if len(path) <= keep else path[:keep] + "…"
+
+
+# What a message copied from elsewhere (a member cluster's answer, an error) may take of a
+# condition, an Event or a span: Kubernetes caps an Event's message (events.k8s.io `note`) at
+# 1 KiB, and a member's error text past that explains nothing more, while a member answering
+# with megabytes of it would otherwise carry them into etcd (a Work's status write past etcd's
+# 1.5 MiB request limit fails, and the Work never reports) and into every log line and span.
+MAX_MESSAGE_BYTES = 1024
+_TRUNCATED = "… [truncated from {} bytes]"
+
+
+def truncate_message(text: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """`text` in at most `limit` bytes of UTF-8: cut at a character boundary, and marked with how
+    long it was. Always valid UTF-8 (a lone surrogate, which JSON's "\\ud800" decodes to and no
+    protobuf string can hold, becomes "?"), so whatever it returns can be written. Idempotent: a
+    truncated message is returned as it is."""
+    if text.isascii():  # the common case, and cheap: one byte a character
+        if len(text) <= limit:
+            return text
+        encoded = text.encode()
+    else:
+        encoded = text.encode(errors="replace")
+        if len(encoded) <= limit:
+            return encoded.decode()
+    marker = _TRUNCATED.format(len(encoded))
+    keep = max(0, limit - len(marker.encode()))
+    # errors="ignore" drops a character cut in two at the end, and only that.
+    return encoded[:keep].decode(errors="ignore") + marker

@@ -7,7 +7,9 @@ holding asyncio's 256 KiB read buffer, and at a hundred members those buffers wo
 the status service's memory (docs/performance.md, "What the defaults rest on"). Here one aiohttp
 session per event loop serves every member, its connector holds one connection per member (the
 pool is keyed by host, port and TLS context), and a member's reads go one after another. The
-probe's reading, the TLS settings and the errors (`MemberError`) are `MemberClient`'s own.
+probe's reading, the TLS settings, the errors (`MemberError`) and the limits on what an answer
+may be (`flotilla.member.limits`: what a member sends is read and decoded within them, so one
+that sends without end costs this process no more than they allow) are `MemberClient`'s own.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Any
 import aiohttp
 
 import flotilla
-from flotilla.api import jsonbytes
-from flotilla.member import Credentials, Health, MemberError
+from flotilla.member import LIMITS, Credentials, Health, Limits, MemberError
 from flotilla.member.client import probe_health, ssl_context
+from flotilla.member.decoding import Budget, decode_list, decode_object, read_body
 from flotilla.member.discovery import AGGREGATED_ACCEPT, api_enablements, group_versions, resource_lists
 
 _USER_AGENT = f"flotilla/{flotilla.__version__}"
@@ -31,11 +33,13 @@ class MemberSession:
     """One aiohttp session for every member, made on first use inside the loop that uses it (an
     aiohttp session belongs to one loop). `timeout` bounds each request, connect to last byte;
     an idle connection is kept `keepalive` seconds, longer than the period of the reads that
-    reuse it."""
+    reuse it; `limits` how much of an answer is read (a health endpoint's, `health_bytes`;
+    discovery's and lists', the list limits; any other's, one object's)."""
 
-    def __init__(self, timeout: float, keepalive: float) -> None:
+    def __init__(self, timeout: float, keepalive: float, limits: Limits = LIMITS) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.keepalive = keepalive
+        self.limits = limits
         self._session: aiohttp.ClientSession | None = None
         # Per member (its server URL): the aggregated discovery last read, by the ETags of its
         # two documents, so an unchanged member answers 304 and nothing is decoded again.
@@ -49,9 +53,11 @@ class MemberSession:
         return self._session
 
     async def get(self, credentials: Credentials, path: str, operation: str,
-                  accept: str = "application/json", etag: str = "") -> Answer:
+                  accept: str = "application/json", etag: str = "", limit: int | None = None,
+                  limit_field: str = "object_bytes") -> Answer:
         """GET `path` (If-None-Match `etag`, when given): the answer, whatever its status;
-        MemberError when there is none."""
+        MemberError when there is none, MemberLimitExceeded when its body is longer than `limit`
+        bytes (default: one object's, `Limits.object_bytes`)."""
         server = credentials.server.rstrip("/")
         try:
             tls = ssl_context(credentials.ca_data, credentials.insecure_skip_tls_verify)
@@ -64,7 +70,9 @@ class MemberSession:
             headers["Authorization"] = f"Bearer {credentials.token}"
         try:
             async with self._open().get(f"{server}{path}", headers=headers, ssl=tls) as response:
-                return Answer(response.status, await response.read(), response.headers.get("ETag", ""))
+                body = await read_body(response, server, operation,
+                                       self.limits.object_bytes if limit is None else limit, limit_field)
+                return Answer(response.status, body, response.headers.get("ETag", ""))
         except TimeoutError as e:
             raise MemberError(server, operation, f"timed out after {self.timeout.total:g}s") from e
         except (aiohttp.ClientError, OSError) as e:
@@ -73,12 +81,27 @@ class MemberSession:
     async def health(self, credentials: Credentials) -> Health:
         """Karmada's probe, read as `MemberClient.health` reads it."""
         async def status_of(path: str) -> int:
-            return (await self.get(credentials, path, f"GET {path}", accept="*/*")).status
+            answer = await self.get(credentials, path, f"GET {path}", accept="*/*", limit=self.limits.health_bytes,
+                                    limit_field="health_bytes")
+            return answer.status
 
         return await probe_health(status_of)
 
-    async def get_json(self, credentials: Credentials, path: str, operation: str) -> dict[str, Any]:
-        return _json_of(credentials, operation, await self.get(credentials, path, operation))
+    async def get_json(self, credentials: Credentials, path: str, operation: str,
+                       listing: bool = False) -> dict[str, Any]:
+        """The JSON object GET `path` answers with 200, within one object's limits (a list's,
+        for `listing`); MemberError for any other answer."""
+        budget = Budget.list(self.limits) if listing else Budget.object(self.limits)
+        answer = await self.get(credentials, path, operation, limit=budget.bytes, limit_field=budget.bytes_field)
+        return _json_of(credentials, operation, answer, budget)
+
+    async def get_list(self, credentials: Credentials, path: str, operation: str) -> list[dict[str, Any]]:
+        """The items of the list GET `path` answers with 200, within the list limits; MemberError
+        for any other answer (never an empty list for an answer that is no list)."""
+        budget = Budget.list(self.limits)
+        answer = await self.get(credentials, path, operation, limit=budget.bytes, limit_field=budget.bytes_field)
+        _check_ok(credentials, operation, answer)
+        return decode_list(answer.body, credentials.server, operation, self.limits)[0]
 
     async def close(self) -> None:
         if self._session is not None:
@@ -89,7 +112,7 @@ class MemberSession:
 @dataclass(frozen=True)
 class Answer:
     status: int
-    body: bytes
+    body: bytes | bytearray
     etag: str = ""
 
 
@@ -102,17 +125,16 @@ class Discovered:
     enablements: list[tuple[str, list[tuple[str, str]]]]
 
 
-def _json_of(credentials: Credentials, operation: str, answer: Answer) -> dict[str, Any]:
+def _check_ok(credentials: Credentials, operation: str, answer: Answer) -> None:
     if answer.status != 200:
         raise MemberError(credentials.server, operation,
-                          f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}", status=answer.status)
-    try:
-        data = jsonbytes.loads(answer.body)
-    except ValueError as e:
-        raise MemberError(credentials.server, operation, f"not JSON: {e}") from e
-    if not isinstance(data, dict):
-        raise MemberError(credentials.server, operation, f"expected a JSON object, got {str(data)[:200]!r}")
-    return data
+                          f"HTTP {answer.status}: {bytes(answer.body[:200]).decode(errors='replace')}",
+                          status=answer.status)
+
+
+def _json_of(credentials: Credentials, operation: str, answer: Answer, budget: Budget) -> dict[str, Any]:
+    _check_ok(credentials, operation, answer)
+    return decode_object(answer.body, credentials.server, operation, budget)
 
 
 @dataclass(frozen=True)
@@ -144,8 +166,9 @@ class MemberReader:
             core_answer = await self._discover("/api", "discover API versions", "")
         if groups_answer.status == 304:
             groups_answer = await self._discover("/apis", "discover API groups", "")
-        core = _json_of(self.credentials, "discover API versions", core_answer)
-        groups = _json_of(self.credentials, "discover API groups", groups_answer)
+        discovery = Budget.list(self.http.limits)
+        core = _json_of(self.credentials, "discover API versions", core_answer, discovery)
+        groups = _json_of(self.credentials, "discover API groups", groups_answer, discovery)
         aggregated = resource_lists(core, groups)
         if aggregated is not None:
             enablements = api_enablements(aggregated)
@@ -155,17 +178,19 @@ class MemberReader:
         lists = []
         for gv in group_versions(core, groups):
             path = f"/api/{gv}" if "/" not in gv else f"/apis/{gv}"
-            lists.append(await self._get(path, f"discover {gv}"))
+            lists.append(await self.http.get_json(self.credentials, path, f"discover {gv}", listing=True))
         return api_enablements(lists)
 
     async def list_nodes(self) -> list[dict[str, Any]]:
-        return list((await self._get("/api/v1/nodes", "list nodes")).get("items") or [])
+        return await self.http.get_list(self.credentials, "/api/v1/nodes", "list nodes")
 
     async def list_pods(self) -> list[dict[str, Any]]:
-        return list((await self._get("/api/v1/pods", "list pods")).get("items") or [])
+        return await self.http.get_list(self.credentials, "/api/v1/pods", "list pods")
 
     async def _discover(self, path: str, operation: str, etag: str) -> Answer:
-        return await self.http.get(self.credentials, path, operation, AGGREGATED_ACCEPT, etag)
+        limits = self.http.limits
+        return await self.http.get(self.credentials, path, operation, AGGREGATED_ACCEPT, etag, limits.list_bytes,
+                                   "list_bytes")
 
     async def _get(self, path: str, operation: str) -> dict[str, Any]:
         return await self.http.get_json(self.credentials, path, operation)

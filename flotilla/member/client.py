@@ -15,7 +15,6 @@ import asyncio.sslproto
 import base64
 import builtins
 import functools
-import json
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +27,15 @@ import aiohttp
 import flotilla
 from flotilla.api import jsonbytes
 from flotilla.member.credentials import Credentials
+from flotilla.member.decoding import (
+    Budget,
+    MemberWatchEvent,
+    WatchDecoder,
+    decode_list,
+    decode_object,
+    read_body,
+    status_error,
+)
 from flotilla.member.discovery import (
     AGGREGATED_ACCEPT,
     ApiResource,
@@ -36,9 +44,12 @@ from flotilla.member.discovery import (
     resource_lists,
     resources_of,
 )
+from flotilla.member.errors import MemberError, MemberLimitExceeded
+from flotilla.member.limits import LIMITS, Limits
 
 __all__ = [
-    "REQUEST_TIMEOUT", "Health", "MemberClient", "MemberError", "MemberWatchEvent", "probe_health", "ssl_context",
+    "REQUEST_TIMEOUT", "Health", "MemberClient", "MemberError", "MemberLimitExceeded", "MemberWatchEvent",
+    "probe_health", "ssl_context",
 ]
 
 # How long the executor waits for a member's answer to one request: the API server's own
@@ -68,39 +79,6 @@ if getattr(asyncio.sslproto.SSLProtocol, "max_size", 0) > _TLS_READ_BUFFER:
     asyncio.sslproto.SSLProtocol.max_size = _TLS_READ_BUFFER
 
 
-class MemberError(Exception):
-    """A call to a member cluster failed: unreachable, timed out, or answered with an error.
-
-    `status` is the HTTP status when the server answered (None when it did not), `reason` the
-    Kubernetes Status reason ("NotFound", "Unauthorized", ...) when it gave one.
-    """
-
-    def __init__(self, server: str, operation: str, detail: str, status: int | None = None,
-                 reason: str = "") -> None:
-        super().__init__(f"{server}: {operation}: {detail}")
-        self.server = server
-        self.operation = operation
-        self.status = status
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class MemberWatchEvent:
-    """One event of a member's watch, as the member sent it: ADDED, MODIFIED, DELETED or BOOKMARK
-    (whose object carries only the resourceVersion the watch is up to).
-
-    Not `flotilla.api.events.WatchEvent`, the typed event an informer delivers: this one is a raw
-    line of a Kubernetes watch stream (its type a string that may be BOOKMARK, its object an
-    undecoded dict, no previous version), which member watches fold into their caches."""
-
-    type: str
-    object: dict[str, Any]
-
-    @property
-    def resource_version(self) -> str:
-        return str((self.object.get("metadata") or {}).get("resourceVersion", ""))
-
-
 @dataclass(frozen=True)
 class Health:
     online: bool
@@ -109,12 +87,14 @@ class Health:
 
 class MemberClient:
     """One member cluster's API. `timeout` bounds every request (connect to last byte); a call
-    that needs several requests (discovery) bounds each. Safe to build outside a running loop;
-    call `close()` when done."""
+    that needs several requests (discovery) bounds each; `limits` how much of each answer is read
+    and decoded (flotilla.member.limits: past them, MemberLimitExceeded). Safe to build outside a
+    running loop; call `close()` when done."""
 
-    def __init__(self, credentials: Credentials, timeout: float = 10.0) -> None:
+    def __init__(self, credentials: Credentials, timeout: float = 10.0, limits: Limits = LIMITS) -> None:
         self.credentials = credentials
         self.timeout = timeout
+        self.limits = limits
         self._session: aiohttp.ClientSession | None = None
         self._requests = asyncio.Semaphore(_REQUESTS)
         self._headers: dict[str, str] = {"User-Agent": f"flotilla/{flotilla.__version__}"}
@@ -137,9 +117,10 @@ class MemberClient:
     async def api_enablements(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """[(groupVersion, [(resource, kind)])] as Karmada reports them; MemberError if any
         group/version cannot be read (the caller decides what a partial answer means)."""
+        # Discovery documents are read as lists: aggregated, they hold every group's resources.
         core, groups = await asyncio.gather(
-            self._request("GET", "/api", "discover API versions", accept=AGGREGATED_ACCEPT),
-            self._request("GET", "/apis", "discover API groups", accept=AGGREGATED_ACCEPT),
+            self._request("GET", "/api", "discover API versions", accept=AGGREGATED_ACCEPT, listing=True),
+            self._request("GET", "/apis", "discover API groups", accept=AGGREGATED_ACCEPT, listing=True),
         )
         aggregated = resource_lists(core, groups)
         if aggregated is not None:
@@ -201,9 +182,9 @@ class MemberClient:
         """Every object of a kind (all namespaces), and the list's resourceVersion to watch from.
         `timeout` (default: the client's) bounds it: a list of thousands takes longer than a probe."""
         resource = await self._resource(api_version, kind)
-        listed = await self._request("GET", _collection_path(resource, None), f"list {kind}", timeout=timeout)
-        items = _typed_items(listed, api_version, kind)
-        return items, str((listed.get("metadata") or {}).get("resourceVersion", ""))
+        raw = await self._answer("GET", _collection_path(resource, None), f"list {kind}", Budget.list(self.limits),
+                                 timeout=timeout)
+        return decode_list(raw, self.server, f"list {kind}", self.limits, api_version, kind)
 
     async def watch(self, api_version: str, kind: str, resource_version: str, timeout_seconds: int = 300,
                     connect_timeout: float | None = None) -> AsyncIterator[MemberWatchEvent]:
@@ -227,31 +208,17 @@ class MemberClient:
             raise self._transport_error(operation, e) from e
         try:
             if not 200 <= response.status <= 299:
-                body = await response.text()
-                raise self._api_error(operation, response.status, response.reason or "", body)
-            buffer = b""
+                raise await self._error_of(response, operation)
+            decoder = WatchDecoder(self.server, operation, self.limits, api_version, kind)
             async for chunk in response.content.iter_any():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        yield self._watch_event(operation, line, api_version, kind)
+                for event in decoder.feed(chunk):
+                    yield event
+            for event in decoder.end():
+                yield event
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(operation, e) from e
         finally:
             response.release()
-
-    def _watch_event(self, operation: str, line: bytes, api_version: str, kind: str) -> MemberWatchEvent:
-        try:
-            event = jsonbytes.loads(line)
-            type_, obj = event["type"], event["object"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise MemberError(self.server, operation, f"undecodable watch event: {line[:200]!r}") from e
-        if type_ == "ERROR":
-            raise self._api_error(operation, int(obj.get("code") or 500), obj.get("reason") or "", json.dumps(obj))
-        obj.setdefault("apiVersion", api_version)
-        obj.setdefault("kind", kind)
-        return MemberWatchEvent(type_, obj)
 
     async def delete(self, api_version: str, kind: str, namespace: str, name: str,
                      preconditions: dict[str, str] | None = None) -> bool:
@@ -305,7 +272,7 @@ class MemberClient:
 
     async def _discover(self, group_version: str) -> dict[str, Any]:
         path = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
-        resource_list = await self._request("GET", path, f"discover {group_version}")
+        resource_list = await self._request("GET", path, f"discover {group_version}", listing=True)
         self._remember(resource_list)
         return resource_list
 
@@ -317,12 +284,25 @@ class MemberClient:
     async def _list_path(self, path: str, api_version: str, kind: str, operation: str,
                          label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
         query = [("labelSelector", label_selector)] if label_selector else None
-        return _typed_items(await self._request("GET", path, operation, query=query), api_version, kind)
+        raw = await self._answer("GET", path, operation, Budget.list(self.limits), query=query)
+        return decode_list(raw, self.server, operation, self.limits, api_version, kind)[0]
 
     async def _request(self, method: str, path: str, operation: str, *,
                        query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
                        content_type: str | None = None, timeout: float | None = None,
-                       accept: str = "application/json") -> dict[str, Any]:
+                       accept: str = "application/json", listing: bool = False) -> dict[str, Any]:
+        """The JSON object a request answers, within the limits of one object (or of a list, for
+        `listing`); MemberError for any other answer, or none."""
+        budget = Budget.list(self.limits) if listing else Budget.object(self.limits)
+        raw = await self._answer(method, path, operation, budget, query=query, body=body, content_type=content_type,
+                                 timeout=timeout, accept=accept)
+        return decode_object(raw, self.server, operation, budget)
+
+    async def _answer(self, method: str, path: str, operation: str, budget: Budget, *,
+                      query: builtins.list[tuple[str, str]] | None = None, body: Any = None,
+                      content_type: str | None = None, timeout: float | None = None,
+                      accept: str = "application/json") -> bytearray:
+        """The body of a 2xx answer, at most `budget.bytes` of it; MemberError otherwise."""
         headers = {**self._headers, "Accept": accept}
         data = None
         if body is not None:
@@ -333,42 +313,35 @@ class MemberClient:
                 method, self._url(path), params=query, data=data, headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
             ) as response:
-                raw = await response.read()
-                status, reason = response.status, response.reason or ""
+                if not 200 <= response.status <= 299:
+                    raise await self._error_of(response, operation)
+                return await read_body(response, self.server, operation, budget.bytes, budget.bytes_field)
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(operation, e, timeout) from e
-        if not 200 <= status <= 299:
-            raise self._api_error(operation, status, reason, raw.decode(errors="replace"))
+
+    async def _error_of(self, response: aiohttp.ClientResponse, operation: str) -> MemberError:
+        """The error an answer with a non-2xx status stands for. Its status is the answer (404:
+        absent, 409: changed, 410: relist), so a body too long to read as a Status costs only the
+        message, which then says so."""
         try:
-            answer = jsonbytes.loads(raw)
-        except ValueError:
-            answer = raw.decode(errors="replace")
-        if not isinstance(answer, dict):
-            raise MemberError(self.server, operation, f"expected a JSON object, got {str(answer)[:200]!r}")
-        return answer
+            body = await read_body(response, self.server, operation, self.limits.object_bytes, "object_bytes")
+        except MemberLimitExceeded as e:
+            return MemberError(self.server, operation, f"HTTP {response.status}: {response.reason or ''} ({e})",
+                               status=response.status)
+        return status_error(self.server, operation, response.status, response.reason or "", body)
 
     async def _status_of(self, path: str) -> int:
-        """The HTTP status of GET `path`, whatever it is; MemberError only when there is no answer."""
+        """The HTTP status of GET `path`, whatever it is; MemberError when there is no answer, or
+        one whose body is longer than any health endpoint's (`Limits.health_bytes`)."""
         try:
             async with self._session_().get(
                 self._url(path), headers={**self._headers, "Accept": "*/*"},
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
             ) as response:
-                await response.read()
+                await read_body(response, self.server, f"GET {path}", self.limits.health_bytes, "health_bytes")
                 return response.status
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(f"GET {path}", e) from e
-
-    def _api_error(self, operation: str, status: int, reason: str, body: str) -> MemberError:
-        message, kube_reason = reason, ""
-        try:
-            answer = jsonbytes.loads(body)
-            if isinstance(answer, dict):
-                message, kube_reason = answer.get("message") or message, answer.get("reason") or ""
-        except ValueError:
-            if body:
-                message = body.strip()[:200]
-        return MemberError(self.server, operation, f"HTTP {status}: {message}", status=status, reason=kube_reason)
 
     def _transport_error(self, operation: str, e: BaseException, timeout: float | None = None) -> MemberError:
         if isinstance(e, TimeoutError):
@@ -429,15 +402,6 @@ def ssl_context(ca_data: str, insecure: bool) -> ssl.SSLContext:
 
 def _proxy_configured() -> bool:
     return any(scheme in ("http", "https") for scheme in urllib.request.getproxies())
-
-
-def _typed_items(listed: dict[str, Any], api_version: str, kind: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = listed.get("items") or []
-    # Lists of built-in kinds leave apiVersion/kind off their items; client-go fills them in.
-    for item in items:
-        item.setdefault("apiVersion", api_version)
-        item.setdefault("kind", kind)
-    return items
 
 
 def _collection_path(resource: ApiResource, namespace: str | None) -> str:

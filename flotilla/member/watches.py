@@ -33,7 +33,8 @@ from flotilla.api import jsonbytes
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.member.client import MemberClient, MemberError
+from flotilla.member.client import MemberClient
+from flotilla.member.errors import MemberError, MemberLimitExceeded
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,15 @@ class KindCache:
             self.objects[key] = self._entry(obj)
         return key
 
+    def overflows(self, obj: dict[str, Any], limit: int) -> bool:
+        """Whether keeping `obj` would take the cache past `limit` objects."""
+        return len(self.objects) >= limit and _key(obj) not in self.objects
+
+    def drop(self) -> None:
+        """Forget every object: the cache is no longer synced, and readers wait for its next list
+        (they never take an object missing from an unsynced cache for one gone from the member)."""
+        self.objects, self.synced = {}, False
+
     def _entry(self, obj: dict[str, Any]) -> tuple[str, Any]:
         return str((obj.get("metadata") or {}).get("resourceVersion", "")), self.keep(obj)
 
@@ -143,8 +153,18 @@ class ClusterWatch:
                 async for event in client.watch(api_version, kind_name, version, timeout, LIST_TIMEOUT):
                     version = event.resource_version or version
                     delay = initial
-                    if event.type != "BOOKMARK":
-                        owner.on_change(self.name, api_version, kind_name, [cache.apply(event.type, event.object)])
+                    if event.type == "BOOKMARK":
+                        continue
+                    if event.type != "DELETED" and cache.overflows(event.object, client.limits.list_items):
+                        # A member that adds objects without end must not grow this process
+                        # without end: the cache goes, and the kind is listed again, which
+                        # succeeds once the member holds no more than the limit.
+                        cache.drop()
+                        version = ""
+                        raise MemberLimitExceeded(client.server, f"watch {kind_name}", f"the cache would hold more "
+                                                  f"than {client.limits.list_items} objects (Limits.list_items)",
+                                                  client.limits.list_items)
+                    owner.on_change(self.name, api_version, kind_name, [cache.apply(event.type, event.object)])
                 continue
             except MemberError as e:
                 if e.status == 410:

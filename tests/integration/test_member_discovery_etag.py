@@ -23,8 +23,8 @@ class Recording(MemberSession):
         self.answers: list[tuple[str, int]] = []
 
     async def get(self, credentials: Credentials, path: str, operation: str, accept: str = "application/json",
-                  etag: str = "") -> Answer:
-        answer = await super().get(credentials, path, operation, accept, etag)
+                  etag: str = "", limit: int | None = None, limit_field: str = "object_bytes") -> Answer:
+        answer = await super().get(credentials, path, operation, accept, etag, limit, limit_field)
         self.answers.append((path, answer.status))
         return answer
 
