@@ -38,6 +38,7 @@ from flotilla.security.tls import (
     TLSFiles,
     from_env,
     is_tls_endpoint,
+    write_file,
 )
 
 CONTEXT_FILE = "context.json"
@@ -83,10 +84,11 @@ class Context:
         return Path(data_dir) / CONTEXT_FILE
 
     def save(self) -> Path:
+        """Written as key files are (flotilla.security.tls.write_file): it names the certificate, key
+        and encryption key file that tools use, so no file left or linked in its place is written
+        through, and a reader sees the old context or the new one."""
         path = self.path(self.data_dir)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        tmp.replace(path)
+        write_file(path, (json.dumps(asdict(self), indent=2) + "\n").encode())
         return path
 
     @classmethod
@@ -137,9 +139,8 @@ def set_current(data_dir: Path) -> Path:
     """Point the user-level pointer at this data dir (absolute)."""
     path = pointer_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f"{data_dir.resolve()}\n")
-    tmp.replace(path)
+    # It decides which plane (and so which credentials) every tool uses: written as a key file is.
+    write_file(path, f"{data_dir.resolve()}\n".encode())
     return path
 
 

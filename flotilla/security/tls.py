@@ -13,9 +13,11 @@ means TLS to etcd; an `http://` one means plain, whatever certificates are confi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import os
+import secrets
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -230,13 +232,58 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
                              serialization.NoEncryption())
 
 
+# Attempts at a fresh temporary name before giving up: each collision means a file is in the way
+# under a random name, which only someone guessing (or a crowd of writers) can cause.
+_TEMPORARY_ATTEMPTS = 16
+
+
 def write_file(path: Path, data: bytes, private: bool = False) -> None:
-    # Written to a temporary name then renamed, so a concurrent reader never sees half a file.
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(temporary, path)
+    """Replace `path` with a regular file holding `data`: mode 0600 when `private` (keys, key files),
+    0644 otherwise, whatever the umask and whatever was at `path` before.
+
+    Each step is there because a key file is worth attacking:
+    - The bytes go to a fresh temporary name beside `path` (a random suffix, same directory so the
+      rename stays on one filesystem), created with O_CREAT|O_EXCL|O_NOFOLLOW: a file someone left
+      under that name is never reused (with its mode, its owner, its other hard links), and a
+      symlink there is never followed, so nothing is written through it.
+    - fchmod before the first byte: the file is never readable by others, not even for a moment,
+      and the umask does not decide.
+    - fsync, then os.replace: a reader, or a crash, sees the old file or the whole new one.
+    - A symlink at `path` itself is replaced, not followed: os.replace renames over the link, so
+      the file it pointed to is left as it was and `path` becomes our regular file.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(_TEMPORARY_ATTEMPTS):
+        temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(temporary, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{path}: no free temporary name beside it after {_TEMPORARY_ATTEMPTS} tries")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o600 if private else 0o644)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _sync_directory(path.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the rename itself durable; best effort (not every filesystem syncs a directory)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 CLIENT_SUFFIX = "-client"
