@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from flotilla.api.clusters import CLUSTER_READY
 from flotilla.api.conditions import FALSE, TRUE
+from flotilla.api.limits import truncate_message
 
 READY = CLUSTER_READY
 
@@ -33,4 +34,7 @@ def observe(online: bool, healthy: bool) -> ReadyObservation:
 
 
 def client_failure(error: str) -> ReadyObservation:
-    return ReadyObservation(FALSE, "StatusCollectionFailed", f"failed to create a ClusterClient: {error}")
+    """Ready=False for a cluster no client could be made for; the error, cut to 1 KiB, is the
+    condition's message (and the Event's, when the cluster leaves Ready)."""
+    return ReadyObservation(FALSE, "StatusCollectionFailed",
+                            truncate_message(f"failed to create a ClusterClient: {error}"))

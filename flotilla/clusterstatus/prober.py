@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from flotilla.aio.clock import Clock
 from flotilla.api.conditions import TRUE, get_condition, set_condition
+from flotilla.api.limits import truncate_message
 from flotilla.api.v1 import cluster_pb2
 from flotilla.clusterstatus.collect import Collected, Member, apply_collected
 from flotilla.clusterstatus.collect import collect as collect_from
@@ -25,6 +26,10 @@ from flotilla.store.errors import StoreError
 
 @dataclass(frozen=True)
 class ProbeRecord:
+    """One probe, as the failover trace's span shows it. `error` quotes the member's answer, cut
+    to 1 KiB (`truncate_message`) as it is recorded: the history is kept per cluster and each
+    record becomes a span event's attribute."""
+
     time: datetime
     online: bool
     healthy: bool
@@ -135,7 +140,7 @@ class ClusterProber:
             # that says nothing of the member, so it is no failure, and no probe is made.
             raise
         except Exception as e:  # whatever stops a client being built obeys the threshold too
-            error = str(e) or type(e).__name__
+            error = truncate_message(str(e) or type(e).__name__)
             observed = client_failure(error)
         else:
             health = await client.health()
@@ -152,7 +157,7 @@ class ClusterProber:
             try:
                 collected = await collect_from(client)
             except MemberError as e:
-                error = str(e)
+                error = truncate_message(str(e))
             else:
                 self._collected[name] = now
         self._history.setdefault(name, deque(maxlen=self._history_len)).append(

@@ -1,5 +1,9 @@
 """Events for `describe`: written on an etcd lease so they expire by themselves.
 
+Every message is cut to `flotilla.api.limits.MAX_MESSAGE_BYTES` (1 KiB, Kubernetes' own cap on
+an Event's note): messages carry member clusters' text, and a member answering with megabytes of
+it must cost neither etcd nor the queue more than that.
+
 Repeats of the same (object, reason, message) are folded into one Event whose
 count and lastTimestamp grow, as Kubernetes' event correlator does. A service writes them
 through an `EventQueue`, in the background and at a bounded rate, as client-go's broadcaster
@@ -19,6 +23,7 @@ from collections import OrderedDict
 from google.protobuf.message import Message
 from prometheus_client import Counter, Gauge
 
+from flotilla.api.limits import truncate_message
 from flotilla.api.v1 import core_pb2
 from flotilla.store.base import copy_of, meta_of
 from flotilla.store.errors import AlreadyExists, Conflict, NotFound, StoreError
@@ -85,7 +90,7 @@ class EventRecorder:
 
     async def record(self, obj: Message, event_type: str, reason: str, message: str) -> None:
         try:
-            await self._record(obj, event_type, reason, message)
+            await self._record(obj, event_type, reason, truncate_message(message))
         except StoreError as e:
             log.warning("event=event-write-failed reason=%s error=%s", reason, e)
 
@@ -188,7 +193,8 @@ class EventQueue(EventRecorder):
 
     def emit(self, obj: Message, event_type: str, reason: str, message: str) -> None:
         try:
-            self._queue.put_nowait((_reference(obj), event_type, reason, message))
+            # Cut before it waits in the queue, whose capacity counts Events, not bytes.
+            self._queue.put_nowait((_reference(obj), event_type, reason, truncate_message(message)))
             self._queued.inc()
         except asyncio.QueueFull:
             self.dropped += 1

@@ -23,6 +23,7 @@ from flotilla.api import jsonbytes, registry
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import FALSE, TRUE, get_condition, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, split_key
+from flotilla.api.limits import truncate_message
 from flotilla.api.v1 import cluster_pb2, meta_pb2, work_pb2
 from flotilla.api.wellknown import (
     CRB_NAME_ANNOTATION,
@@ -178,11 +179,13 @@ class ExecutionReconciler:
                     continue
                 metrics.count_apply(manifest, name, done.decision is Apply.CREATE, None)
             if span is not None and errors:
-                span.set_status(trace.StatusCode.ERROR, str(errors[0]))
+                span.set_status(trace.StatusCode.ERROR, truncate_message(str(errors[0])))
         if errors:
-            applied = (APPLIED, FALSE, "AppliedFailed",
-                       f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): "
-                       f"{'; '.join(map(str, errors))}")
+            # The errors quote the member's answers: cut to 1 KiB, the Work's status stays far
+            # inside etcd's request limit however much a member says.
+            applied = (APPLIED, FALSE, "AppliedFailed", truncate_message(
+                f"Failed to apply all manifests ({len(items) - len(errors)}/{len(items)}): "
+                f"{'; '.join(map(str, errors))}"))
         else:
             applied = (APPLIED, TRUE, "AppliedSuccessful", "Manifest has been successfully applied")
         await self._set_conditions(work, [
