@@ -108,6 +108,7 @@ class Manager:
         self._controllers: dict[str, Controller] = {}
         self._runnables: dict[str, Callable[[], Awaitable[None]]] = {}
         self._informer_tasks: list[asyncio.Task[None]] = []
+        self._informer_task: dict[tuple[str, str | None], asyncio.Task[None]] = {}
         self._controller_tasks: list[asyncio.Task[None]] = []
         self._runnable_tasks: list[asyncio.Task[None]] = []
         self._down: dict[str, BaseException] = {}
@@ -151,6 +152,19 @@ class Manager:
     @property
     def informers(self) -> list[Informer[Any]]:
         return list(self._informers.values())
+
+    async def drop_informer(self, resource_type: ResourceRef[Msg], namespace: str | None = None) -> bool:
+        """Stop and forget the informer of a resource nobody reads any more: its watch, its cache
+        and its handlers go. Asked for again, a new one starts from a fresh list. Whether there was one."""
+        rt = resource_type_of(resource_type)
+        key = (rt.resource, namespace if rt.namespaced else None)
+        if self._informers.pop(key, None) is None:
+            return False
+        task = self._informer_task.pop(key, None)
+        if task is not None:
+            self._informer_tasks.remove(task)
+            await _cancel([task])
+        return True
 
     def controller(self, name: str, reconciler: Reconciler, workers: int = 1,
                    logger: logging.Logger | None = None, eviction: bool = False) -> Controller:
@@ -260,7 +274,9 @@ class Manager:
 
     def _start_informer(self, key: tuple[str, str | None], informer: Informer[Any]) -> None:
         name = f"informer/{key[0]}" + (f"/{key[1]}" if key[1] else "")
-        self._informer_tasks.append(self._spawn(name, lambda: informer.run()))
+        task = self._spawn(name, lambda: informer.run())
+        self._informer_tasks.append(task)
+        self._informer_task[key] = task
 
     def _spawn(self, name: str, factory: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         task = asyncio.create_task(self._supervise(name, factory), name=name)

@@ -54,6 +54,7 @@ from services.executor.detector import (
 from services.executor.execution import ExecutionReconciler
 from services.executor.policy_finalizers import PolicyFinalizerReconciler
 from services.executor.routing import RB
+from services.executor.template_informers import TemplateInformerSweep
 from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconciler, member_objects_of
 
 # Karmada's defaults: StatefulFailoverInjection is alpha and off, PropagateDeps beta and on,
@@ -126,6 +127,9 @@ class ExecutorControllers:
             manager.watch(informer, routing.binding(kind), self.binding_status, predicate=routing.binding_scheduled)
         rbs = self.bindings[RB]
         manager.on_event(rbs, self._watch_dependents, predicate=routing.propagates_deps)
+        self.sweep = TemplateInformerSweep(manager, clock, self.templates, [self.policies, self.cluster_policies],
+                                           self.bindings, self._dependent_kinds)
+        manager.add_runnable("template-informer-sweep", self.sweep.run)
         manager.watch(rbs, routing.binding(RB), self.distributor, predicate=routing.propagates_deps)
         manager.watch(rbs, routing.workloads_depending_on, self.distributor)
         own_writes = self.binding_reconciler.own_writes
@@ -177,9 +181,11 @@ class ExecutorControllers:
         self.watch_templates(resource.api_version, resource.kind)
 
     def _watch_dependents(self, _: object = None) -> None:
-        if self.config.gate("PropagateDeps"):
-            for api_version, kind in DEPENDENT_KINDS:
-                self.watch_templates(api_version, kind)
+        for api_version, kind in self._dependent_kinds():
+            self.watch_templates(api_version, kind)
+
+    def _dependent_kinds(self) -> tuple[tuple[str, str], ...]:
+        return DEPENDENT_KINDS if self.config.gate("PropagateDeps") else ()
 
     async def run(self) -> None:
         """Run until cancelled."""
