@@ -13,20 +13,26 @@ the runtime as well once the few functions the sandbox needs are captured.
 Time is bounded by a count hook set from outside the sandbox: every
 `_HOOK_INSTRUCTIONS` VM instructions it compares the wall clock with the
 deadline and raises once it has passed. A single call into a C library
-function is not interrupted; the memory limit and the pattern length limit
-keep those short.
+function is not interrupted (`string.find` with a backtracking pattern runs
+for ages in one call): that is why the services run scripts only in the
+worker processes of flotilla.interpreter.pool, which kills a worker that
+overruns. The hook gives the ordinary endless loop a clean error and keeps
+the worker; the kill is for what the hook cannot stop.
+
+Results come back as JSON values tagged with their Lua type (`LuaValue`), so
+one sandbox serves every interpreter operation, not only health.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from lupa import lua51
 
-from flotilla.interpreter.errors import InterpretationError
+from flotilla.interpreter.errors import InterpretationError, ScriptMemoryExceeded, ScriptTimeout
 
 # Error positions read `luaScript:3: ...`, matching what admission reports.
 CHUNK_NAME = "=luaScript"
@@ -41,6 +47,21 @@ _HOOK_INSTRUCTIONS = 10_000
 _MAX_MESSAGE_BYTES = 512
 _BYTECODE_SIGNATURE = "\x1bLua"
 _MEMORY_MESSAGE = "not enough memory"
+# Nesting of a table a script returns, far beyond any Kubernetes object; a
+# deeper one is most likely cyclic or built to exhaust the converter.
+MAX_RESULT_DEPTH = 100
+
+
+class LuaValue(NamedTuple):
+    """A value a script returned: its Lua type (`type(v)`) and its JSON form.
+
+    nil, booleans, numbers, strings and tables of those convert; a function,
+    thread or userdata returned as such keeps its type with no value (a caller
+    reports it as the wrong type); held inside a table, it fails the call.
+    """
+
+    type: str
+    value: Any
 
 # Globals removed from the runtime after bootstrap. Scripts cannot see the
 # runtime's globals anyway; removing these keeps a future mistake (running
@@ -182,7 +203,7 @@ local function compile(source, chunk_name)
 end
 
 -- Karmada's convention: run the script, then call the named function with
--- the arguments and keep its first return value.
+-- the arguments. Every return value is kept, with its type; the caller picks.
 local function run(chunk, name, ...)
   local env = new_env()
   setfenv(chunk, env)
@@ -194,19 +215,21 @@ local function run(chunk, name, ...)
   if type(fn) ~= "function" then
     error(name .. " is a " .. type(fn) .. ", not a function", 0)
   end
-  local result = fn(...)
-  if type(result) == "boolean" then
-    return "boolean", result
+  local results = pack(fn(...))
+  -- Lua's own type names: lupa tells a table from a function, not a thread from a function.
+  local types = {}
+  for i = 1, results.n do
+    types[i] = type(results[i])
   end
-  return type(result)
+  return results, types
 end
 
 local function call(chunk, name, ...)
-  local ok, kind, value = pcall(run, chunk, name, ...)
+  local ok, results, types = pcall(run, chunk, name, ...)
   if ok then
-    return kind, value
+    return "ok", results, types
   end
-  return "error", message_bytes(kind)
+  return "error", message_bytes(results)
 end
 
 return compile, call, arm, hook, timed_out
@@ -248,17 +271,21 @@ class LuaSandbox:
             raise InterpretationError(_decode(message))
         return chunk
 
-    def call(self, chunk: Any, function_name: str, argument: Mapping[str, Any], timeout: float) -> tuple[str, Any]:
-        """Run the chunk, then `function_name(argument)`: the result's Lua type and, for a boolean, its value.
+    def call(self, chunk: Any, function_name: str, arguments: Sequence[Any],
+             timeout: float) -> tuple[LuaValue, ...]:
+        """Run the chunk, then `function_name(*arguments)`: every value it returns.
 
-        `argument` is a JSON object; it reaches the script as nested tables
-        (lists 1-indexed, JSON null as nil). Any failure, including running
-        past `timeout` seconds, raises InterpretationError.
+        Each argument is a JSON value; objects reach the script as nested
+        tables (lists 1-indexed, JSON null as nil). Any failure, including
+        running past `timeout` seconds, raises InterpretationError.
         """
-        _check_json(argument)
+        for argument in arguments:
+            check_json(argument)
         with self._lock:
             try:
-                lua_argument = self._runtime.table_from(argument, recursive=True)
+                lua_arguments = [self._runtime.table_from(argument, recursive=True)
+                                 if isinstance(argument, Mapping | list | tuple) else argument
+                                 for argument in arguments]
             except lua51.LuaMemoryError as error:
                 raise self._memory_exceeded() from error
             except OverflowError as error:
@@ -267,7 +294,7 @@ class LuaSandbox:
             self._arm(timeout)
             self._sethook(self._hook, "", _HOOK_INSTRUCTIONS)
             try:
-                kind, value = self._call(chunk, function_name, lua_argument)
+                returned = self._call(chunk, function_name, *lua_arguments)
             except lua51.LuaError as error:
                 # Once the deadline passed the hook fails every instruction,
                 # including those after the script's own pcall has returned.
@@ -275,23 +302,29 @@ class LuaSandbox:
             finally:
                 self._sethook()
             if self._timed_out():
-                raise InterpretationError(f"Lua script exceeded its time limit of {timeout:g}s")
+                raise ScriptTimeout(timeout_message(timeout))
             if isinstance(escaped, lua51.LuaMemoryError):
                 raise self._memory_exceeded() from escaped
             if escaped is not None:
                 raise InterpretationError(_one_line(str(escaped))) from escaped
+            kind, value = returned[0], returned[1]
             if kind == "error":
                 message = _decode(value)
                 if message == _MEMORY_MESSAGE:
                     raise self._memory_exceeded()
                 raise InterpretationError(message)
-            return kind, value
+            return _results(function_name, value, returned[2])
 
     def _memory_exceeded(self) -> InterpretationError:
         # Lua 5.1 has no emergency collection: without a full cycle now the
         # garbage of the failed call could make the next allocation fail too.
         self._runtime.gccollect()
-        return InterpretationError(f"Lua memory limit of {self.memory_limit // 2**20} MiB exceeded")
+        return ScriptMemoryExceeded(f"Lua memory limit of {self.memory_limit // 2**20} MiB exceeded")
+
+
+def timeout_message(timeout: float) -> str:
+    """What a call that ran out of time reports, whether the hook or the pool stopped it."""
+    return f"Lua script exceeded its time limit of {timeout:g}s"
 
 
 def _deny_attribute(obj: object, name: object, is_setting: bool) -> object:
@@ -300,7 +333,7 @@ def _deny_attribute(obj: object, name: object, is_setting: bool) -> object:
     raise AttributeError("Python attributes are not accessible from Lua")
 
 
-def _check_json(value: Any) -> None:
+def check_json(value: Any) -> None:
     """Refuse anything but JSON values: lupa would hand other objects to Lua as live Python objects."""
     seen: set[int] = set()
     pending = [value]
@@ -319,6 +352,58 @@ def _check_json(value: Any) -> None:
                 pending.extend(item)
         elif not isinstance(item, str | int | float | bool) and item is not None:
             raise InterpretationError(f"object holds a Python {type(item).__name__!r}, not a JSON value")
+
+
+def _results(function_name: str, values: Any, types: Any) -> tuple[LuaValue, ...]:
+    results = []
+    for index in range(1, values["n"] + 1):
+        lua_type = types[index]
+        where = f"{function_name} return value {index}"
+        if lua_type in _OPAQUE_TYPES:
+            results.append(LuaValue(lua_type, None))
+            continue
+        try:
+            results.append(LuaValue(lua_type, _to_json(values[index], where, 0, set())))
+        except UnicodeDecodeError as error:
+            raise InterpretationError(f"{where} holds a string that is not UTF-8") from error
+    return tuple(results)
+
+
+_OPAQUE_TYPES = frozenset({"function", "thread", "userdata"})
+
+
+def _to_json(value: Any, where: str, depth: int, path: set[int]) -> Any:
+    """A Lua value as JSON: a table with keys 1..n is a list, any other table an object."""
+    kind = lua51.lua_type(value)
+    if kind is None:
+        return value  # nil, boolean, number or string: lupa gave the Python value
+    if kind != "table":
+        raise InterpretationError(f"{where} holds a {kind}, not a JSON value")
+    if depth >= MAX_RESULT_DEPTH:
+        raise InterpretationError(f"{where} nests tables deeper than {MAX_RESULT_DEPTH}")
+    identity = id(value)
+    if identity in path:
+        raise InterpretationError(f"{where} holds a table that contains itself")
+    path.add(identity)
+    try:
+        items = [(key, _to_json(item, where, depth + 1, path)) for key, item in value.items()]
+    finally:
+        path.discard(identity)
+    keys = [key for key, _ in items]
+    if items and all(type(key) is int for key in keys) and sorted(keys) == list(range(1, len(items) + 1)):
+        return [item for _, item in sorted(items, key=lambda pair: pair[0])]
+    result: dict[str, Any] = {}
+    for key, item in items:
+        if isinstance(key, bool) or not isinstance(key, str | int | float):
+            key_type = "boolean" if isinstance(key, bool) else lua51.lua_type(key) or type(key).__name__
+            raise InterpretationError(f"{where} holds a table keyed by a {key_type}")
+        result[key if isinstance(key, str) else _number_key(key)] = item
+    return result
+
+
+def _number_key(key: int | float) -> str:
+    # As Lua's tostring writes it: 1 not 1.0.
+    return str(int(key)) if float(key).is_integer() else repr(key)
 
 
 def _decode(message_bytes: Any) -> str:
