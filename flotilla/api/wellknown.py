@@ -50,6 +50,10 @@ TRACE_OPENED_FOR_ANNOTATION = "flotilla.io/trace-opened-for"
 # Flotilla's own binding condition: its new Works wait for a Directly-purged Work to be deleted
 # (set by the executor; the eviction service keeps the Directly task, and its state, meanwhile).
 DIRECTLY_PURGE_PENDING_CONDITION = "DirectlyPurgePending"
+# Flotilla's own binding condition: preserved labels (statePreservation) that are no valid label
+# were left out of the new Works, which are applied without them (set by the executor; see
+# flotilla/rules/preserved_labels.py).
+STATE_PRESERVATION_FAILED_CONDITION = "StatePreservationFailed"
 
 # The producer of the graceful eviction tasks application failover writes (Karmada's name).
 APPLICATION_FAILOVER_PRODUCER = "ApplicationFailover"

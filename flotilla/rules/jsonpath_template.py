@@ -628,8 +628,8 @@ def _compare(left: Any, op: str, right: Literal | None) -> bool:
 
 def printed(values: Sequence[Any], limit: int = MAX_VALUE_CHARS) -> str:
     """The values as Kubernetes' printer shows them (strings bare, others as compact JSON,
-    joined by spaces), cut at `limit` characters: the cost is bounded by `limit`, not by the
-    size of what was matched."""
+    joined by spaces), cut at `limit` characters, a lone surrogate as "?": the cost is bounded
+    by `limit`, not by the size of what was matched."""
     out: list[str] = []
     size = 0
     for i, value in enumerate(values):
@@ -641,7 +641,10 @@ def printed(values: Sequence[Any], limit: int = MAX_VALUE_CHARS) -> str:
         size += len(text)
         if size > limit:
             break
-    return "".join(out)[:limit]
+    text = "".join(out)[:limit]
+    # A lone surrogate (JSON's "\ud800") is no UTF-8, so no protobuf string: the binding that
+    # stores the value could not be written, and the eviction would fail on every retry.
+    return text if text.isascii() else text.encode(errors="replace").decode()
 
 
 class _Raw(str):

@@ -34,6 +34,7 @@ from flotilla.api.conditions import TRUE, get_condition, remove_condition, set_c
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION, TRACEPARENT_ANNOTATION
+from flotilla.rules import preserved_labels
 from flotilla.rules.aggregated_status import expected_clusters
 from flotilla.runtime.controller import Result
 from flotilla.runtime.metrics import timed
@@ -166,7 +167,7 @@ class BindingReconciler:
                     await self._ensure(work, stamp, done, key)
             # Only now: while the condition is set the eviction service keeps the Directly task,
             # whose preserved state the new Works just written carry.
-            await self._report_pending(rt, binding, [])
+            await self._report_pending(rt, binding, [], written=True)
         except StoreError as e:
             await self._event(binding, template, "Warning", "SyncWorkFailed",
                               f"Failed to sync work of {_describe(binding)}: {e}")
@@ -262,18 +263,37 @@ class BindingReconciler:
             self.own_writes.record(updated)
             log.info("event=update-work binding=%s cluster=%s work=%s/%s", key, cluster, meta.namespace, meta.name)
 
-    async def _report_pending(self, rt: ResourceType[Binding], binding: Binding, blocked: list[str]) -> None:
-        """Set the DirectlyPurgePending condition while `blocked` is not empty, remove it after."""
-        if not blocked and get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION) is None:
+    async def _report_pending(self, rt: ResourceType[Binding], binding: Binding, blocked: list[str],
+                              written: bool = False) -> None:
+        """Set the DirectlyPurgePending condition while `blocked` is not empty, remove it after.
+
+        Once the binding's new Works are `written`, StatePreservationFailed is brought up to date
+        in the same write (a Directly failover clears the one and reports the other at once):
+        True while they were built without a preserved label that is no valid label, gone
+        otherwise. Either costs a write only when it changes."""
+        generation = binding.metadata.generation
+        preservation = works.state_preservation_report(binding.spec) if written and self.inject_preserved_labels \
+            else None
+        update_preservation = written and not preserved_labels.reported(binding.status.conditions, preservation,
+                                                                         generation)
+        if (not blocked and not update_preservation
+                and get_condition(binding.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION) is None):
             return
         reason, message = await self._pending_reason(blocked) if blocked else ("", "")
         now = self.clock.now()
+        if update_preservation and preservation is not None:
+            log.warning("event=state-preservation-failed binding=%s reason=%s message=%s",
+                        bindings.key_of(binding), *preservation)
 
         def change(obj: Binding) -> bool:
+            changed = False
+            if update_preservation:
+                # The report of the spec the Works were built from, for its generation.
+                changed = preserved_labels.set_failed_condition(obj.status.conditions, preservation, now, generation)
             if not blocked:
-                return remove_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION)
+                return remove_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION) or changed
             return set_condition(obj.status.conditions, DIRECTLY_PURGE_PENDING_CONDITION, TRUE, reason, message, now,
-                                 obj.metadata.generation)
+                                 obj.metadata.generation) or changed
 
         with contextlib.suppress(NotFound):
             await self.store.mutate(rt, binding.metadata.namespace, binding.metadata.name, change, status=True)

@@ -12,7 +12,9 @@
   manifest with server-owned metadata and status removed, the replica count revised to the
   cluster's share (Deployment, ReplicaSet, StatefulSet `spec.replicas`; Job `spec.parallelism`)
   once any cluster has replicas, a Divided Job's `spec.completions` split with Webster, and —
-  with StatefulFailoverInjection — the preserved labels of a Directly-purged failover.
+  with StatefulFailoverInjection — the preserved labels of a Directly-purged failover, those
+  that are valid labels (flotilla/rules/preserved_labels.py: the others are left out and
+  reported on the binding, StatePreservationFailed).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from flotilla.api.wellknown import (
     TEMPLATE_GENERATION_ANNOTATION,
     TRACEPARENT_ANNOTATION,
 )
+from flotilla.rules import preserved_labels as preserved_labels_rule
 from flotilla.rules.aggregated_status import is_directly, target_clusters
 from flotilla.rules.apportionment import webster
 from flotilla.rules.binding_builder import REPLICA_FIELDS, template_content
@@ -106,7 +109,7 @@ def directly_blocking(spec: work_pb2.ResourceBindingSpec, works: Iterable[work_p
                    if (c := work_cluster(w)) is not None and (c in directly or directly_purged(w))})
 
 
-def injected_labels(spec: work_pb2.ResourceBindingSpec, cluster: str) -> dict[str, str]:
+def preserved_labels(spec: work_pb2.ResourceBindingSpec, cluster: str) -> dict[str, str]:
     """§12.3: the preserved labels of the last eviction task, when it was Directly-purged, the
     binding has exactly one target cluster, and that cluster is not one the workload left."""
     if len(target_clusters(spec)) != 1 or not spec.graceful_eviction_tasks:
@@ -115,6 +118,26 @@ def injected_labels(spec: work_pb2.ResourceBindingSpec, cluster: str) -> dict[st
     if not is_directly(task.purge_mode) or cluster in task.clusters_before_failover:
         return {}
     return dict(task.preserved_label_state)
+
+
+def injected_labels(spec: work_pb2.ResourceBindingSpec, cluster: str) -> dict[str, str]:
+    """The preserved labels a manifest for `cluster` carries: those that are valid labels. A
+    value a member reported that is no label value would make every apply of the replacement
+    fail; it is left out, and `state_preservation_report` says so."""
+    valid, _ = preserved_labels_rule.split_labels(preserved_labels(spec, cluster))
+    return valid
+
+
+def state_preservation_report(spec: work_pb2.ResourceBindingSpec) -> tuple[str, str] | None:
+    """The (reason, message) of the binding's StatePreservationFailed condition: the preserved
+    labels `injected_labels` leaves out of its one target's manifest; None when it leaves none."""
+    targets = target_clusters(spec)
+    if len(targets) != 1:
+        return None
+    _, refused = preserved_labels_rule.split_labels(preserved_labels(spec, targets[0][0]))
+    if not refused:
+        return None
+    return preserved_labels_rule.failure(spec, spec.graceful_eviction_tasks[-1], refused)
 
 
 def is_divided(spec: work_pb2.ResourceBindingSpec) -> bool:
