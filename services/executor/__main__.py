@@ -18,6 +18,8 @@ from flotilla.clusterstatus.clients import MemberClients
 from flotilla.clusterstatus.flags import add_status_flags, thresholds_from
 from flotilla.clusterstatus.prober import ClusterProber
 from flotilla.clusterstatus.publish import StatusPublisher
+from flotilla.interpreter.lua import DEFAULT_TIMEOUT
+from flotilla.interpreter.pool import DEFAULT_WORKERS
 from flotilla.member import REQUEST_TIMEOUT, MemberClient, load_kubeconfig
 from flotilla.rules.cluster_secrets import SECRET_TYPE, CachedCredentials
 from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
@@ -53,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="namespaces (regular expressions) whose templates are never propagated")
     parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=BINDING_SYNCS,
                         help="bindings synced to Works and aggregated at once (Karmada: 5; docs/differences.md)")
+    parser.add_argument("--interpreter-call-timeout", type=duration, default=DEFAULT_TIMEOUT,
+                        help="how long one call of a ResourceInterpreterCustomization script may run; a call "
+                             "still running a little past it has its worker process killed, and reads Unknown")
+    parser.add_argument("--interpreter-workers", type=int, default=DEFAULT_WORKERS,
+                        help="worker processes that run ResourceInterpreterCustomization scripts; one script "
+                             "never holds all of them")
 
 
 def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
@@ -73,6 +81,7 @@ async def lead_controller(ctx: ServiceContext) -> None:
     ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
         status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        interpreter_timeout=args.interpreter_call_timeout, interpreter_workers=args.interpreter_workers,
         manager=manager,
     )
     # The detector, the binding controllers and status aggregation.
@@ -109,6 +118,7 @@ async def lead_agent(ctx: ServiceContext) -> None:
     ExecutionManager(
         ctx.store, ctx.clock, connect, lambda c: c.metadata.name == args.cluster, only_cluster=args.cluster,
         status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        interpreter_timeout=args.interpreter_call_timeout, interpreter_workers=args.interpreter_workers,
         manager=manager,
     )
     manager.add_runnable("pull-agent", agent.run)

@@ -32,6 +32,8 @@ from flotilla.api.events import WatchEvent
 from flotilla.api.keys import execution_namespace
 from flotilla.api.v1 import cluster_pb2, config_pb2, meta_pb2
 from flotilla.interpreter.health import HealthInterpreter
+from flotilla.interpreter.lua import DEFAULT_TIMEOUT
+from flotilla.interpreter.pool import DEFAULT_WORKERS, ScriptPool
 from flotilla.member.watches import Connect, Kind, MemberWatches
 from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.controller import Controller
@@ -52,6 +54,7 @@ from services.executor.detector import (
     TemplateReconciler,
 )
 from services.executor.execution import ExecutionReconciler
+from services.executor.metrics import count_interpreter_call
 from services.executor.policy_finalizers import PolicyFinalizerReconciler
 from services.executor.routing import RB
 from services.executor.template_informers import TemplateInformerSweep
@@ -195,7 +198,8 @@ class ExecutorControllers:
 class ExecutionManager:
     def __init__(self, store: ObjectStore, clock: Clock, connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool], *, only_cluster: str | None = None,
-                 status_resync: float = 300.0, workers: int = WORK_SYNCS, interpreter_timeout: float = 1.0,
+                 status_resync: float = 300.0, workers: int = WORK_SYNCS,
+                 interpreter_timeout: float = DEFAULT_TIMEOUT, interpreter_workers: int = DEFAULT_WORKERS,
                  events: EventRecorder | None = None, manager: Manager | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
         namespace = execution_namespace(only_cluster) if only_cluster else None
@@ -204,8 +208,12 @@ class ExecutionManager:
         self.works.add_indexer(MEMBER_OBJECT_INDEX, member_objects_of)
         self.clusters = manager.informer(registry.CLUSTER)
         self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
+        # Lua scripts run in worker processes, started and stopped with the manager: a script that
+        # never returns costs a worker, not the loop that renews the leader's lease.
+        self.scripts = ScriptPool(interpreter_workers, timeout=interpreter_timeout, on_call=count_interpreter_call)
+        manager.add_runnable("interpreter-pool", self.scripts.run)
         # A customization that does not decode leaves every health Unknown, not interpreted without it.
-        self.interpreter = HealthInterpreter(timeout=interpreter_timeout, unreadable=self.customizations.unknown)
+        self.interpreter = HealthInterpreter(runner=self.scripts, unreadable=self.customizations.unknown)
         # Shared: status is read from a member's cache only once it has seen the last apply.
         self.applied = applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(

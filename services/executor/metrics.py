@@ -24,6 +24,17 @@ UPDATE_RESOURCE_TO_CLUSTER = Counter(
 DELETE_RESOURCE_FROM_CLUSTER = Counter(
     "flotilla_delete_resource_from_cluster", "Resources deleted from member clusters", _MEMBER_LABELS,
 )
+# Interpreter script calls (flotilla.interpreter.pool): ok, error (the script failed), timeout,
+# killed (its worker died), suspended (not run: the script kept overrunning), unavailable (no
+# worker could start). Native rules are not counted: they never reach the pool.
+INTERPRETER_CALLS = Counter(
+    "flotilla_interpreter_calls_total", "Resource interpreter script calls, by result", ["result"],
+)
+INTERPRETER_CALL_DURATION = Histogram(
+    "flotilla_interpreter_call_duration_seconds",
+    "Duration in seconds of a resource interpreter script call, queueing included", ["result"],
+    buckets=exponential_buckets(0.0001, 2, 14),
+)
 
 
 def count_apply(manifest: dict[str, object], cluster: str, first: bool, err: BaseException | None) -> None:
@@ -38,3 +49,8 @@ def count_apply(manifest: dict[str, object], cluster: str, first: bool, err: Bas
 def count_delete(manifest: dict[str, object], cluster: str, err: BaseException | None) -> None:
     labels = (result_of(err), str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")), cluster)
     DELETE_RESOURCE_FROM_CLUSTER.labels(*labels).inc()
+
+
+def count_interpreter_call(result: str, seconds: float) -> None:
+    INTERPRETER_CALLS.labels(result).inc()
+    INTERPRETER_CALL_DURATION.labels(result).observe(seconds)

@@ -61,9 +61,13 @@ def member_objects_of(work: work_pb2.Work) -> list[str]:
                           (m.get("metadata") or {}).get("name", "")) for m in manifests(work)]
 
 
-def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
-                      interpreter: HealthInterpreter) -> tuple[list[work_pb2.ManifestStatus], list[str], list[str]]:
-    """The statuses to record, the manifests missing from the member, and interpretation errors."""
+async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpreter: HealthInterpreter) -> tuple[
+        list[work_pb2.ManifestStatus], list[str], list[str]]:
+    """The statuses to record, the manifests missing from the member, and interpretation errors.
+
+    A Lua health script runs in the interpreter's worker pool: this awaits it, and the loop
+    serves everything else meanwhile; one that overruns its limit reads Unknown.
+    """
     statuses, missing, errors = [], [], []
     for ordinal, manifest in enumerate(manifests(work)):
         meta = manifest.get("metadata") or {}
@@ -74,9 +78,11 @@ def manifest_statuses(work: work_pb2.Work, members: ObjectIndex,
             continue
         group, version = split_api_version(manifest["apiVersion"])
         # The interpreter picks its rule by apiVersion and kind, which list items may lack.
-        result = interpreter.interpret({**observed, "apiVersion": manifest["apiVersion"], "kind": manifest["kind"]})
+        result = await interpreter.interpret({**observed, "apiVersion": manifest["apiVersion"],
+                                              "kind": manifest["kind"]})
         if result.error:
-            errors.append(result.error)
+            errors.append(f"ResourceInterpreterCustomization {result.customization}: {result.error}"
+                          if result.customization else result.error)
         statuses.append(work_pb2.ManifestStatus(
             identifier=work_pb2.ResourceIdentifier(
                 ordinal=ordinal, group=group, version=version, kind=manifest["kind"],
@@ -150,7 +156,7 @@ class WorkStatusReconciler:
 
     async def _record(self, work: work_pb2.Work, applied_generation: int, members: ObjectIndex,
                       foreign: list[str]) -> None:
-        statuses, missing, errors = manifest_statuses(work, members, self.interpreter)
+        statuses, missing, errors = await manifest_statuses(work, members, self.interpreter)
         missing = [m for m in missing if m not in foreign]
         problems = [f"Manifest is missing in the member cluster: {', '.join(missing)}"] if missing else []
         if foreign:

@@ -210,13 +210,14 @@ def test_dispatched_generations_read_the_work_annotation() -> None:
 
 @pytest.mark.parametrize(("api_version", "kind"), [("v1", "ConfigMap"), ("v1", "Secret"),
                                                    ("rbac.authorization.k8s.io/v1", "ClusterRole")])
-def test_objects_without_a_health_signal_are_healthy_once_applied(api_version: str, kind: str) -> None:
+async def test_objects_without_a_health_signal_are_healthy_once_applied(api_version: str, kind: str) -> None:
     """Karmada #4951: their graceful eviction tasks must be able to complete."""
     manifest = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "cfg", "namespace": "default"}}
     w = work_pb2.Work()
     w.spec.workload.manifests.append(codec.raw_json(manifest))
     key = (api_version, kind, "default", "cfg")
-    statuses, missing, errors = manifest_statuses(w, {key: {**manifest, "data": {"a": "b"}}}, HealthInterpreter())
+    statuses, missing, errors = await manifest_statuses(w, {key: {**manifest, "data": {"a": "b"}}},
+                                                        HealthInterpreter())
     assert (missing, errors) == ([], [])
     applied = work("m1", status={}, health=statuses[0].health,
                    identity=(statuses[0].identifier.group, kind, "default", "cfg"))

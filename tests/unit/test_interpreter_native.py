@@ -131,15 +131,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("case", "member_object", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_native_health(case: str, member_object: dict[str, Any], expected: str) -> None:
-    result = HealthInterpreter().interpret(member_object)
+async def test_native_health(case: str, member_object: dict[str, Any], expected: str) -> None:
+    result = await HealthInterpreter().interpret(member_object)
     assert (result.health, result.error) == (expected, "")
 
 
-def test_integral_float_counts_as_integer() -> None:
+async def test_integral_float_counts_as_integer() -> None:
     # Some JSON decoders return 3.0; Kubernetes' converter accepts it as 3.
     deployment = workload("Deployment", 3, observedGeneration=2.0, updatedReplicas=3.0, availableReplicas=3)
-    assert HealthInterpreter().interpret(deployment).health == HEALTHY
+    assert (await HealthInterpreter().interpret(deployment)).health == HEALTHY
 
 
 WRONG_TYPES = [
@@ -159,17 +159,17 @@ WRONG_TYPES = [
 
 
 @pytest.mark.parametrize(("case", "member_object", "error"), WRONG_TYPES, ids=[c[0] for c in WRONG_TYPES])
-def test_field_of_wrong_type_is_unknown(case: str, member_object: dict[str, Any], error: str) -> None:
+async def test_field_of_wrong_type_is_unknown(case: str, member_object: dict[str, Any], error: str) -> None:
     # Karmada decodes into the typed object first; a decoding error is an
     # interpretation error, which reads as Unknown.
-    assert HealthInterpreter().interpret(member_object) == HealthResult(UNKNOWN, error)
+    assert await HealthInterpreter().interpret(member_object) == HealthResult(UNKNOWN, error)
 
 
-def test_null_fields_read_as_zero_values() -> None:
+async def test_null_fields_read_as_zero_values() -> None:
     deployment = obj("apps/v1", "Deployment", 2, {"replicas": None}, {"observedGeneration": 2,
                                                                     "updatedReplicas": None})
-    assert HealthInterpreter().interpret(deployment).health == HEALTHY
-    assert HealthInterpreter().interpret({**obj("v1", "Pod"), "status": None}).health == UNHEALTHY
+    assert (await HealthInterpreter().interpret(deployment)).health == HEALTHY
+    assert (await HealthInterpreter().interpret({**obj("v1", "Pod"), "status": None})).health == UNHEALTHY
 
 
 @pytest.mark.parametrize(

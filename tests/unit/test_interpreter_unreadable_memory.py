@@ -9,6 +9,7 @@ import asyncio
 from flotilla.api import registry
 from flotilla.api.keys import etcd_key
 from flotilla.interpreter.health import HealthInterpreter
+from flotilla.interpreter.pool import ScriptPool
 from flotilla.store.base import payload
 from flotilla.store.informer import Informer
 from flotilla.store.memory import MemoryStore
@@ -25,10 +26,11 @@ async def test_no_health_is_interpreted_while_a_customization_cannot_be_read() -
     store.put_raw(key, b"\x00not a customization")
     customizations = Informer(store, registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
     running = asyncio.create_task(customizations.run())
+    pool = ScriptPool(1)
     try:
         await customizations.wait_synced()
-        interpreter = HealthInterpreter(unreadable=customizations.unknown)
-        blind = interpreter.interpret(DEPLOYMENT)
+        interpreter = HealthInterpreter(runner=pool, unreadable=customizations.unknown)
+        blind = await interpreter.interpret(DEPLOYMENT)
         assert blind.health == "Unknown" and "strict" in blind.error and "cannot be read" in blind.error
 
         # The good value: its rule (this one calls every Deployment Unhealthy) applies.
@@ -37,8 +39,9 @@ async def test_no_health_is_interpreted_while_a_customization_cannot_be_read() -
             while customizations.unknown():
                 await asyncio.sleep(0.01)
         interpreter.set_customizations(customizations.list())
-        assert interpreter.interpret(DEPLOYMENT).health == "Unhealthy"
+        assert (await interpreter.interpret(DEPLOYMENT)).health == "Unhealthy"
     finally:
+        await pool.close()
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
 
