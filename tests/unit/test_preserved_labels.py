@@ -113,15 +113,17 @@ def test_the_rule_that_made_a_label(producer: str, label: str, rule: str) -> Non
 def test_the_failure_names_the_cluster_the_rule_the_label_and_the_value_cut_short() -> None:
     task = work_pb2.GracefulEvictionTask(from_cluster="member1", producer="TaintManager")
     value = "job:" + "y" * 200
-    reason, message = failure(spec_with_rules(), task, [Refused(JOB, value, ("not a valid label value: too long",))])
+    report = failure(spec_with_rules(), task, [Refused(JOB, value, ("not a valid label value: too long",))])
+    assert report is not None
+    reason, message = report
     assert reason == INVALID_LABEL_VALUE
     assert message == (
         "the state preserved from cluster member1 is applied without 1 label(s): "
         f'label "{JOB}" (rule spec.failover.cluster.statePreservation.rules[1] (jsonPath "{{ .jobStatus.jobID }}")): '
         f'value "job:{"y" * 60}"… (204 characters) is not a valid label value: too long')
-    reason, _ = failure(spec_with_rules(), task, [Refused("a b", "v", ("not a valid label key: x",), True),
-                                                  Refused(JOB, "v w", ("not a valid label value: x",))])
-    assert reason == INVALID_LABEL_KEY
+    report = failure(spec_with_rules(), task, [Refused("a b", "v", ("not a valid label key: x",), True),
+                                               Refused(JOB, "v w", ("not a valid label value: x",))])
+    assert report is not None and report[0] == INVALID_LABEL_KEY
     assert failure(spec_with_rules(), task, []) is None
 
 
