@@ -17,14 +17,14 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from flotilla.api import codec
+from flotilla.api import codec, registry
 from flotilla.api.errors import UserError
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import core_pb2, work_pb2
 from flotilla.cli.age import since, since_text
 from flotilla.cli.connection import open_store
 from flotilla.cli.get import add_namespace_flag, namespace_for, resolve_kind, split_kind_name
-from flotilla.cli.printers import event_source, hide_secret_values, with_type_fields
+from flotilla.cli.printers import REDACTED, event_source, hide_secret_values, hide_work_secret_values, with_type_fields
 from flotilla.cli.reads import try_get_object
 from flotilla.store.events import events_for
 
@@ -246,6 +246,8 @@ def describe(rt: ResourceType[M], obj: M, events: Sequence[core_pb2.Event], now:
         body["metadata"] = rest
     if rt.is_template and rt.group == "" and rt.kind == "Secret":
         hide_secret_values(body, "{size} bytes")
+    if rt.kind == "Work" and rt.api_version == registry.WORK_API:
+        hide_work_secret_values(body, REDACTED)
     status = body.get("status")
     conditions = status.pop("conditions", None) if isinstance(status, dict) else None
     history: Sequence[work_pb2.FailoverRecord] = ()

@@ -403,12 +403,28 @@ def hide_secret_values(body: dict[str, Any], shown: str) -> None:
             string_data[key] = shown.format(size=len(str(value).encode()))
 
 
+def hide_work_secret_values(body: dict[str, Any], shown: str) -> None:
+    """The values of each Secret among a Work's manifests replaced as a Secret's own are
+    (`hide_secret_values`). Karmada shows a Work as it is, kubectl a Secret's data as base64; here a
+    Work's copy of a Secret is never printed, since the Work is not the Secret's home: the Secret
+    (or the member's copy) is where one reads it, with the access that takes."""
+    workload = (body.get("spec") or {}).get("workload")
+    manifests = workload.get("manifests") if isinstance(workload, dict) else None
+    for manifest in manifests if isinstance(manifests, list) else ():
+        if isinstance(manifest, dict) and manifest.get("apiVersion") == "v1" and manifest.get("kind") == "Secret":
+            hide_secret_values(manifest, shown)
+
+
 def as_document(rt: ResourceType[M], objs: Sequence[M], single: bool) -> dict[str, Any]:
-    """One object in Karmada's JSON shape, or kubectl's `List` of them; a Secret's values redacted."""
+    """One object in Karmada's JSON shape, or kubectl's `List` of them; a Secret's values redacted,
+    and those of a Secret a Work carries."""
     items = [codec.to_dict(with_type_fields(rt, obj)) for obj in objs]
     if rt.group == "" and rt.kind == "Secret":
         for item in items:
             hide_secret_values(item, REDACTED)
+    if rt.kind == "Work" and rt.api_version == registry.WORK_API:
+        for item in items:
+            hide_work_secret_values(item, REDACTED)
     if single:
         return items[0]
     return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}

@@ -122,8 +122,14 @@ def build_parser(spec: ServiceSpec) -> argparse.ArgumentParser:
     parser.add_argument("--etcd-cert", default=None, help="client certificate for an https:// etcd")
     parser.add_argument("--etcd-key", default=None, help="key of --etcd-cert")
     parser.add_argument("--encryption-key-file", default=None,
-                        help="keys that encrypt Secrets in etcd (flotilla.security.crypto); "
-                             "without one they are plaintext")
+                        help="keys that encrypt Secrets and Works in etcd (flotilla.security.crypto); without "
+                             "one this process refuses to write them (see --allow-plaintext-secrets)")
+    parser.add_argument("--allow-plaintext-secrets", action="store_true",
+                        help="with no encryption key file, write Secrets and Works to etcd unencrypted (and read "
+                             "them back) instead of refusing: for a plane run without encryption on purpose")
+    parser.add_argument("--accept-plaintext-secrets", action="store_true",
+                        help="read Secrets and Works stored unencrypted, which are refused otherwise: for the "
+                             "window in which `flotillactl secrets rewrite` encrypts what is already stored")
     parser.add_argument("--id", default="", help="instance identity (default: <hostname>-<pid>)")
     parser.add_argument("--data-dir", default="", help="local data directory (traces are written here as JSON lines)")
     parser.add_argument("--trace-file", default="", help="append spans as JSON lines to this file")
@@ -207,7 +213,9 @@ class Runner:
     async def _store(self) -> StoreBase:
         if self.api:
             return RemoteStore(self.api, self.api_tls, self.clock)
-        return await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock, self.etcd_tls, self.keys)
+        return await Store.connect(resolve_endpoints(self.args.etcd_endpoints), self.clock, self.etcd_tls, self.keys,
+                                   allow_plaintext=self.args.allow_plaintext_secrets,
+                                   accept_plaintext=self.args.accept_plaintext_secrets)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -1,5 +1,5 @@
-"""Encryption at rest of Secrets (member credentials among them), the way Kubernetes'
-`aesgcm` provider does it.
+"""Encryption at rest of Secrets (member credentials among them) and of Works (which carry the
+Secrets they propagate), the way Kubernetes' `aesgcm` provider does it.
 
 A key file lists keys; the first encrypts, every one decrypts:
 
@@ -11,13 +11,22 @@ A key file lists keys; the first encrypts, every one decrypts:
 
 A stored value is `flotilla:enc:aesgcm:v1:<key name>:` + 12-byte nonce + AES-GCM ciphertext, with
 the etcd key as authenticated data (a value copied under another key does not decrypt). To
-rotate: put a new key first in every process's file and restart them, rewrite every Secret
-(`flotillactl secrets rewrite` re-encrypts with the first key), then drop the old key. A value
-without the prefix is read as plaintext (written before encryption was turned on); a rewrite
-encrypts it.
+rotate: put a new key first in every process's file and restart them, rewrite every Secret and
+Work (`flotillactl secrets rewrite` re-encrypts with the first key), then drop the old key.
+
+It fails closed (flotilla.store.objects applies these rules):
+- A process with no key file refuses to write a Secret or a Work, unless the plane runs without
+  encryption on purpose: `--allow-plaintext-secrets` (FLOTILLA_ALLOW_PLAINTEXT_SECRETS), which
+  such a process also needs to read back what it wrote.
+- A value without the prefix (plaintext: written before encryption was turned on, by a process
+  allowed to, or put in etcd by something else) is refused on read, so that nobody with write
+  access to etcd downgrades a Secret to one the plane takes as its own. For the window in which
+  `flotillactl secrets rewrite` encrypts what is already stored, `--accept-plaintext-secrets`
+  (FLOTILLA_ACCEPT_PLAINTEXT_SECRETS) reads plaintext as it is; the rewrite itself always does.
 
 The file comes from `--encryption-key-file`, else FLOTILLA_ENCRYPTION_KEY_FILE, else (for
-tools) the current context's, which `flotilla up` makes in its data dir.
+tools) the current context's, which `flotilla up` makes in its data dir (`--insecure` too: it
+drops TLS, not encryption at rest).
 """
 
 from __future__ import annotations
@@ -36,6 +45,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from flotilla.security.tls import write_file
 
 ENV_KEY_FILE = "FLOTILLA_ENCRYPTION_KEY_FILE"
+KEY_FILE_FLAG = "--encryption-key-file"
+# A plane run without encryption on purpose: Secrets and Works are written (and read) as plaintext.
+ALLOW_PLAINTEXT_FLAG = "--allow-plaintext-secrets"
+ENV_ALLOW_PLAINTEXT = "FLOTILLA_ALLOW_PLAINTEXT_SECRETS"
+# The migration window: plaintext read as it is until `flotillactl secrets rewrite` has encrypted it.
+ACCEPT_PLAINTEXT_FLAG = "--accept-plaintext-secrets"
+ENV_ACCEPT_PLAINTEXT = "FLOTILLA_ACCEPT_PLAINTEXT_SECRETS"
 PREFIX = b"flotilla:enc:aesgcm:v1:"
 _NONCE = 12
 _KEY_SIZES = (16, 24, 32)
@@ -79,8 +95,11 @@ class EncryptionKeys:
         return PREFIX + self.current.encode() + b":" + nonce + sealed
 
     def decrypt(self, stored: bytes, context: bytes) -> bytes:
-        if not stored.startswith(PREFIX):
-            return stored
+        """The plaintext of a value `encrypt` made; EncryptionError for anything else, plaintext
+        included: whether plaintext may be read is the caller's decision (`is_encrypted`), never a
+        silent fallback here."""
+        if not is_encrypted(stored):
+            raise EncryptionError(f"{context.decode(errors='replace')} is not encrypted")
         name, sep, rest = stored[len(PREFIX):].partition(b":")
         aead = self._by_name.get(name.decode(errors="replace"))
         if not sep or aead is None:
@@ -94,6 +113,16 @@ class EncryptionKeys:
 
     def is_current(self, stored: bytes) -> bool:
         return stored.startswith(PREFIX + self.current.encode() + b":")
+
+
+def is_encrypted(stored: bytes) -> bool:
+    """Whether a stored value is one `EncryptionKeys.encrypt` made (with whichever key)."""
+    return stored.startswith(PREFIX)
+
+
+def env_flag(name: str) -> bool:
+    """A yes/no environment variable, read as flotilla.runtime.flags reads a boolean flag's."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
 def parse_keys(raw: object, source: str) -> list[Key]:
@@ -129,7 +158,8 @@ def new_key_file(path: Path, name: str = "key1") -> Path:
 
 def configured_keys(explicit: str | None = None) -> EncryptionKeys | None:
     """The flag's file, else FLOTILLA_ENCRYPTION_KEY_FILE's, else the current context's; None
-    when none is configured (Secrets are then written as plaintext)."""
+    when none is configured (a store then refuses to write Secrets and Works, unless plaintext is
+    allowed on purpose: ALLOW_PLAINTEXT_FLAG)."""
     path = explicit or os.environ.get(ENV_KEY_FILE) or _context_key_file()
     return EncryptionKeys.load(path) if path else None
 

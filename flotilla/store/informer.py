@@ -42,6 +42,7 @@ from flotilla.store.base import (
     resource_type_of,
 )
 from flotilla.store.errors import Compacted, StoreError, Undecodable
+from flotilla.store.objects import unopened_reason
 from flotilla.store.protocol import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -269,9 +270,11 @@ class Informer(Generic[M]):
             # Not a deletion: the cache keeps the last good version and handlers hear nothing,
             # so no controller takes the object for gone (and deletes, moves or re-creates what
             # hangs on it). One that writes it fails its compare-and-swap and reads etcd, which
-            # raises Undecodable: it waits until a good value (or a delete) comes.
+            # raises Undecodable: it waits until a good value (or a delete) comes. A Secret or
+            # Work the store could not open (no key, another key, plaintext refused) comes the
+            # same way, with the store's reason, which says what to do.
             self._unreadable[key] = event.key
-            await self._report_undecodable(event.key, str(e))
+            await self._report_undecodable(event.key, unopened_reason(event.value) or str(e))
             return
         self._unreadable.pop(key, None)
         kind = EventType.MODIFIED if cached is not None else EventType.ADDED

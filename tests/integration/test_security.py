@@ -168,8 +168,9 @@ async def test_secrets_are_encrypted_in_etcd_and_rotation_rewrites_them(store: S
     await store.create(_secret("member1", token))  # type: ignore[arg-type]
     sealed = await raw(key)
     assert sealed.startswith(PREFIX + store.keys.current.encode() + b":") and not plaintext_in(sealed)
-    # A Secret from before encryption was turned on: plaintext, readable, encrypted by a rewrite.
-    unencrypted = Store(store.client, endpoints=store.endpoints)
+    # A Secret from before encryption was turned on (or from a plane without it on purpose):
+    # plaintext, refused on read (tests/integration/test_encryption_fails_closed.py), encrypted by a rewrite.
+    unencrypted = Store(store.client, endpoints=store.endpoints, allow_plaintext=True)
     await unencrypted.create(_secret("member2", token))  # type: ignore[arg-type]
     assert plaintext_in(await raw(key.replace(b"member1", b"member2")))
 
@@ -194,13 +195,13 @@ def test_flotillactl_secrets_rewrite_encrypts_what_is_not(clean_etcd: EmbeddedEt
     async def write_plaintext() -> None:
         store = await Store.connect(clean_etcd.endpoint)
         try:
-            unencrypted = Store(store.client, endpoints=store.endpoints)
+            unencrypted = Store(store.client, endpoints=store.endpoints, allow_plaintext=True)
             await unencrypted.create(_secret("member1", "t0k3n"))  # type: ignore[arg-type]
         finally:
             await store.close()
 
     asyncio.run(write_plaintext())
-    assert ctl("secrets", "rewrite").out == "1 of 1 secrets re-encrypted with key key1\n"
-    assert ctl("secrets", "rewrite").out == "0 of 1 secrets re-encrypted with key key1 (all were already)\n"
+    assert ctl("secrets", "rewrite").out == "1 of 1 secrets and works re-encrypted with key key1\n"
+    assert ctl("secrets", "rewrite").out == "0 of 1 secrets and works re-encrypted with key key1 (all were already)\n"
     shown = ctl("get", "secrets", "-n", "karmada-cluster", "-o", "yaml")
     assert "<redacted: 5 bytes>" in shown.out and "dDBrM24=" not in shown.out

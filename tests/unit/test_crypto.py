@@ -14,6 +14,7 @@ from flotilla.security.crypto import (
     EncryptionKeys,
     Key,
     configured_keys,
+    is_encrypted,
     new_key_file,
     parse_keys,
 )
@@ -66,9 +67,13 @@ def test_a_rewrite_is_needed_for_values_under_an_older_key(written_with: list[Ke
     assert EncryptionKeys(current).is_current(sealed) is is_current
 
 
-def test_plaintext_written_before_encryption_reads_as_is_and_needs_a_rewrite() -> None:
+def test_plaintext_is_not_decrypted_as_is_and_needs_a_rewrite() -> None:
+    """Whether plaintext may be read is the store's decision (fail closed, flotilla.store.objects):
+    decrypting never passes it through silently."""
     keys = EncryptionKeys([K1])
-    assert keys.decrypt(b'{"data":{}}', ETCD_KEY) == b'{"data":{}}'
+    with pytest.raises(EncryptionError, match="is not encrypted"):
+        keys.decrypt(b'{"data":{}}', ETCD_KEY)
+    assert not is_encrypted(b'{"data":{}}') and is_encrypted(keys.encrypt(b"x", ETCD_KEY))
     assert not keys.is_current(b'{"data":{}}')
 
 
