@@ -3,9 +3,9 @@ validated by admission, evaluated by the taint manager and application failover.
 
 Why a parser of our own: the template is the policy author's, but the object it runs over is the
 status a member cluster reports, and it runs on the taint manager's and the eviction service's
-event loops. jsonpath-ng's extended grammar (which this module used before) accepts regular
-expression filters (`=~`), `sub()` and other functions, arithmetic: a pattern that backtracks on
-a string the member controls stalls the loop that fails workloads over. Karmada evaluates these
+event loops. jsonpath-ng's extended grammar accepts regular expression filters (`=~`), `sub()`
+and other functions, arithmetic: a pattern that backtracks on a string the member controls
+stalls the loop that fails workloads over. Karmada evaluates these
 templates with Kubernetes' own JSONPath (k8s.io/client-go/util/jsonpath), which has none of
 those, so admission accepts that grammar's subset a preserved label can use, and evaluation is
 a walk with a budget: no regular expression anywhere, iterative, a bounded count of nodes
@@ -60,7 +60,8 @@ MAX_VISITS = 100_000
 # the executor anyway (flotilla.rules.preserved_labels), cut or not; the binding that stores the
 # value keeps no more of what a member reported than this.
 MAX_VALUE_CHARS = 256
-# Digits of an index or slice bound, and of a number literal: JSON arrays are far shorter.
+# Digits of an index or slice bound (JSON arrays are far shorter); a number literal may have
+# twice as many, with its fraction.
 _MAX_DIGITS = 18
 
 _QUOTES = "'\""

@@ -9,7 +9,9 @@ again as soon as that Work is gone (its deletion event routes here) or, as a saf
 after DIRECTLY_REQUEUE_SECONDS. A dead cluster cannot confirm the deletion; unjoining it
 releases the Work (the execution controller lets Works of a terminating cluster go).
 Otherwise each target cluster's Work is created or brought up to date, each with one
-compare-and-swap on a fresh read (the execution controller writes Work status all the time).
+compare-and-swap on a fresh read (the execution controller writes Work status all the time);
+a preserved label that is no valid label is left out of them, and the binding carries the
+`StatePreservationFailed` condition saying which rule's value it was (flotilla/rules/preserved_labels.py).
 A deleting binding has its Works deleted, then loses its finalizer.
 """
 

@@ -150,6 +150,8 @@ def validate_state_preservation(preservation: StatePreservation, path: str) -> I
         if not rule.json_path:
             yield required(json_path)
         else:
+            # Kubernetes' JSONPath only, no regular expression nor function: the template runs
+            # over the status a member reports, on the failover services' event loops.
             problem = jsonpath_template_problem(rule.json_path)
             if problem:
                 yield invalid(json_path, rule.json_path, problem)
