@@ -162,11 +162,12 @@ def _check_object(obj: Any, server: str, operation: str, what: str) -> None:
 
 
 def _check_values(raw: bytes | bytearray, server: str, operation: str, limit: int, field: str) -> None:
-    # Each value but the first follows a `[`, `{`, `,` or `:` (a key, too, and strings may hold
-    # them): their count bounds what decoding builds. Fewer bytes than that cannot exceed it.
+    # Each array element and object member follows its container's `[` or `{`, or a `,` (strings
+    # may hold them too, so the count is an upper bound): it bounds what decoding builds. An
+    # answer shorter than the limit cannot exceed it, and is not counted.
     if len(raw) <= limit:
         return
-    bound = 1 + raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
+    bound = 1 + raw.count(b"{") + raw.count(b"[") + raw.count(b",")
     if bound > limit:
         raise MemberLimitExceeded(server, operation, f"the answer may hold up to {bound} values, more than "
                                   f"{limit} (Limits.{field}); not decoded", limit)

@@ -41,13 +41,13 @@ LIST_BYTES = 64 * _MiB
 # but ten thousand pods already fill LIST_BYTES; 100,000 tiny objects are a list no real member
 # sends of the kinds Flotilla reads. Also how many objects a watch's cache of one kind may hold.
 LIST_ITEMS = 100_000
-# Values (objects, arrays, strings, numbers, keys) one answer may decode to, counted before it is
-# decoded from the JSON's `{`, `[`, `,` and `:` (an upper bound: those inside strings count too).
-# A value costs Python 40 to 60 bytes however short its JSON: 64 MiB of `{},{},...` would decode
-# to over a GiB, where 64 MiB of real objects, which hold far longer values, decode to a few
-# hundred MiB. One value per 8 bytes of the byte cap lets every real answer through (real
-# objects have one per 15 to 30 bytes of JSON, those inside strings included) and holds the worst
-# an answer can cost to about what a real one at the byte cap does.
+# Values (array elements and object members) one answer may decode to, counted before it is
+# decoded from the JSON's `{`, `[` and `,` (an upper bound: those inside strings count too). What
+# decoding costs follows their number, not the bytes: each costs Python 36 to 90 bytes, in real
+# objects as in `[{},{},...]`, whose 64 MiB would decode to some 2 GiB where 64 MiB of real pods
+# (managed fields and all: one value per 16 bytes of JSON) decode to about 350 MiB. One value per
+# 8 bytes of the byte cap lets every real answer through, with twice the room, and holds the
+# worst an answer can cost to about twice what a real one at the byte cap does.
 OBJECT_VALUES = OBJECT_BYTES // 8
 LIST_VALUES = LIST_BYTES // 8
 # /readyz and /healthz: "ok", or a few KiB when verbose. What says more than 1 MiB is no
