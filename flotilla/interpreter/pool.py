@@ -21,8 +21,8 @@ Limits, each with its reason:
   that never returns to the VM), the worker is killed and replaced, and the
   call reads `timeout`. RLIMIT_CPU in the worker is the backstop should this
   loop itself be stuck;
-- memory: lupa's allocator limit in the worker (the call fails, and the
-  worker is replaced to hand the memory back), RLIMIT_AS as the backstop;
+- memory: lupa's allocator limit in the worker (the call reads `killed`, and
+  the worker is replaced to hand the memory back), RLIMIT_AS as the backstop;
 - a worker that dies (a limit, a crash) fails its call as `killed` and is
   replaced;
 - fairness: at most `workers` processes; each script's calls queue
@@ -30,11 +30,12 @@ Limits, each with its reason:
   free workers serve the scripts in turn, and one script holds at most
   `workers - 1` of them, so while one script keeps timing out the others
   still get a worker within one call's time;
-- a script whose calls overran `overruns_to_suspend` times in a row is
-  suspended: its calls fail at once, without a worker, for `suspension[0]`
-  seconds, doubling at each new suspension up to `suspension[1]`; a call
-  that completes (even with an error) ends the run. One object's runaway
-  script then costs a few kills, not one per object per pass.
+- a script whose calls overran (`timeout` or `killed`) `overruns_to_suspend`
+  times in a row is suspended: its calls read `suspended` at once, without a
+  worker, for `suspension[0]` seconds; one more overrun after that suspends
+  it again for twice as long, up to `suspension[1]`; a call that completes
+  (even with an error) clears its record. A runaway script then costs a few
+  kills per suspension, not one per object per pass.
 
 Results are `CallResult`s: `ok` with values, or `error`, `timeout`, `killed`,
 `suspended`, `unavailable` (no worker could be started) with a message; only
@@ -283,9 +284,8 @@ class ScriptPool:
         remaining = state.suspended_until - self._clock.monotonic()
         if remaining <= 0:
             return None
-        return CallResult(SUSPENDED, error=f"Lua script suspended for {remaining:.0f}s more after "
-                                           f"{self._overruns_to_suspend} calls in a row overran their limits "
-                                           f"(last: {state.last_overrun})")
+        return CallResult(SUSPENDED, error=f"Lua script not run for {remaining:.0f}s more: its calls kept "
+                                           f"overrunning their limits (last: {state.last_overrun})")
 
     def _judge(self, state: _Script, result: CallResult) -> None:
         """Keep the script's record of overruns; at the threshold, suspend it. Judged as each call ends,
@@ -297,7 +297,8 @@ class ScriptPool:
             return
         state.overruns += 1
         state.last_overrun = result.error
-        if state.overruns < self._overruns_to_suspend:
+        # Once suspended, one more overrun suspends it again: it has shown what it does.
+        if state.overruns < self._overruns_to_suspend and not state.suspensions:
             return
         first, ceiling = self._suspension
         seconds = min(first * 2 ** state.suspensions, ceiling)
@@ -391,9 +392,11 @@ class ScriptPool:
             self._finish_call(worker, CallResult(OK, tuple(LuaValue(t, v) for t, v in values)))
         else:
             error = str(message.get(protocol.ERROR, failure))
-            self._finish_call(worker, CallResult(TIMEOUT if failure == protocol.TIMED_OUT else ERROR, error=error))
+            outcome = {protocol.TIMED_OUT: TIMEOUT, protocol.OUT_OF_MEMORY: KILLED}.get(failure, ERROR)
+            self._finish_call(worker, CallResult(outcome, error=error))
             if failure == protocol.OUT_OF_MEMORY:
-                # The Lua heap was collected, but the process keeps what it grew to.
+                # The Lua heap was collected, but the process keeps what it grew to: replaced,
+                # as if the memory limit had killed it.
                 self._retire(worker, kill=False)
                 return
         self._idle.append(worker)
@@ -569,6 +572,11 @@ class ScriptPool:
     def pids(self) -> list[int]:
         """The process ids of the workers in service."""
         return [worker.pid for worker in self._workers]
+
+    def queued(self, script: str) -> int:
+        """Calls of `script` waiting for a worker."""
+        state = self._scripts.get(script)
+        return len(state.queue) if state is not None else 0
 
     @property
     def suspended_scripts(self) -> int:

@@ -363,7 +363,7 @@ def _results(function_name: str, values: Any, types: Any) -> tuple[LuaValue, ...
             results.append(LuaValue(lua_type, None))
             continue
         try:
-            results.append(LuaValue(lua_type, _to_json(values[index], where, 0, set())))
+            results.append(LuaValue(lua_type, _to_json(values[index], where, 0)))
         except UnicodeDecodeError as error:
             raise InterpretationError(f"{where} holds a string that is not UTF-8") from error
     return tuple(results)
@@ -372,7 +372,7 @@ def _results(function_name: str, values: Any, types: Any) -> tuple[LuaValue, ...
 _OPAQUE_TYPES = frozenset({"function", "thread", "userdata"})
 
 
-def _to_json(value: Any, where: str, depth: int, path: set[int]) -> Any:
+def _to_json(value: Any, where: str, depth: int) -> Any:
     """A Lua value as JSON: a table with keys 1..n is a list, any other table an object."""
     kind = lua51.lua_type(value)
     if kind is None:
@@ -380,15 +380,9 @@ def _to_json(value: Any, where: str, depth: int, path: set[int]) -> Any:
     if kind != "table":
         raise InterpretationError(f"{where} holds a {kind}, not a JSON value")
     if depth >= MAX_RESULT_DEPTH:
-        raise InterpretationError(f"{where} nests tables deeper than {MAX_RESULT_DEPTH}")
-    identity = id(value)
-    if identity in path:
-        raise InterpretationError(f"{where} holds a table that contains itself")
-    path.add(identity)
-    try:
-        items = [(key, _to_json(item, where, depth + 1, path)) for key, item in value.items()]
-    finally:
-        path.discard(identity)
+        # lupa wraps a table anew at each access, so a cycle shows only as depth.
+        raise InterpretationError(f"{where} nests tables deeper than {MAX_RESULT_DEPTH} (or contains itself)")
+    items = [(key, _to_json(item, where, depth + 1)) for key, item in value.items()]
     keys = [key for key, _ in items]
     if items and all(type(key) is int for key in keys) and sorted(keys) == list(range(1, len(items) + 1)):
         return [item for _, item in sorted(items, key=lambda pair: pair[0])]
