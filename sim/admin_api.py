@@ -1,24 +1,73 @@
 """The simulator's admin API (server side): list and add clusters, inject and clear faults.
 
-Unauthenticated: the server listens on loopback, and the admin API can do nothing a test or a
-demo operator should be kept from.
+Plain HTTP on loopback, so it is guarded against what else runs on the machine:
+- Reads (GET) are open: the cluster list is the simulator's health check (`flotillactl status`,
+  its etcd record's `health`), it changes nothing, and a web page's cross-origin read gets no
+  CORS header, so the page never sees the answer.
+- A change (POST: a fault, a new cluster) needs the token the simulator writes at every start to
+  `<data dir>/admin-token` (mode 0600, flotilla.security.tls.write_file) as
+  `Authorization: Bearer <token>` (401 otherwise): only who can read that file changes members,
+  not another local user, not a web page. And its body must be JSON, `Content-Type:
+  application/json` (415 otherwise): a cross-origin page can send text/plain without asking, but
+  not JSON, which takes a CORS preflight this server never grants. The client that does all this
+  is flotilla.plane.simclient.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
+from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
 
+from flotilla.plane.simclient import TOKEN_FILE
+from flotilla.security.tls import write_file
 from sim.cluster import SimCluster
 from sim.errors import ApiError
+
+# Methods that change nothing, answered without the token.
+READS = frozenset({"GET", "HEAD"})
+
+
+def write_token(data_dir: Path) -> str:
+    """A fresh token in `<data dir>/admin-token`, readable by its owner only: made at every start,
+    so one read from an earlier run (or a copy of the data dir) does not outlive it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    write_file(data_dir / TOKEN_FILE, f"{token}\n".encode(), private=True)
+    return token
+
+
+def read_token(data_dir: Path) -> str:
+    """The token a sharded simulator's parent wrote, for its child processes (sim/shards.py)."""
+    return (data_dir / TOKEN_FILE).read_text().strip()
+
+
+def refusal(request: web.Request, token: str) -> web.Response | None:
+    """Why a request is refused (401: no or a wrong token; 415: not JSON); None when it may go on.
+    A read needs neither (see the module's docstring); an empty token refuses every change."""
+    if request.method in READS:
+        return None
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not token or scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        answer = _ok({"error": f"a change needs the token the simulator wrote to {TOKEN_FILE} in its data "
+                               "directory, as Authorization: Bearer <token>"}, 401)
+        answer.headers["WWW-Authenticate"] = 'Bearer realm="flotilla-sim-admin"'
+        return answer
+    if request.content_type != "application/json":
+        return _ok({"error": f"Content-Type must be application/json, not {request.content_type}"}, 415)
+    return None
 
 
 class Fleet(Protocol):
     """What the admin API manages (the server, sim/server.py): its clusters."""
 
     clusters: dict[str, SimCluster]
+    # What a change must carry (see `refusal`); set when the server starts.
+    admin_token: str
 
     def add_cluster(self, name: str, nodes: int | None = None, cpu: str | None = None, memory: str | None = None,
                     pods: int | None = None) -> SimCluster: ...
@@ -77,6 +126,9 @@ def admin_routes(server: Fleet) -> list[web.RouteDef]:
 
     def guarded(handler: Any) -> Any:
         async def serve(request: web.Request) -> web.Response:
+            refused = refusal(request, server.admin_token)
+            if refused is not None:
+                return refused
             try:
                 return await handler(request)
             except _BadRequest as e:

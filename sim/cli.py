@@ -19,10 +19,12 @@ import uvloop
 import yaml
 
 from flotilla.aio.clock import RealClock
+from flotilla.plane.simclient import TOKEN_FILE
 from flotilla.runtime.flags import duration
 from flotilla.store import Store
 from flotilla.store.connect import make_client
 from flotilla.store.endpoints import Endpoint, Registration
+from sim.admin_api import read_token
 from sim.catalog import CRD, crd_document, plural_of
 from sim.collection import keep_full_collections_short
 from sim.errors import ApiError
@@ -119,10 +121,14 @@ def _stop_on_signals(stopping: asyncio.Event) -> None:
 
 
 async def _single(args: argparse.Namespace) -> SimServer:
+    # A child of a sharded simulator answers its parent, which wrote the admin token before starting
+    # it (sim/shards.py); a simulator of its own writes a fresh one (sim/admin_api.py).
+    token = read_token(Path(args.data_dir)) if args.child is not None else None
     server = SimServer(RealClock(), args.data_dir, host=args.host, pod_ready_delay=args.pod_ready_delay,
                        nodes=args.nodes, node_cpu=args.node_cpu, node_memory=args.node_memory,
                        node_pods=args.node_pods,
-                       serving_cert="serving" if args.child is None else f"serving-{args.child}")
+                       serving_cert="serving" if args.child is None else f"serving-{args.child}",
+                       admin_token=token)
     for name in args.cluster_names:
         cluster = server.add_cluster(name)
         for document in args.crd_documents:
@@ -182,7 +188,8 @@ async def serve(args: argparse.Namespace) -> None:
                  args.processes, kubeconfigs)
         print(f"sim serving {clusters} clusters over HTTPS, one port each, from {args.processes} "
               f"process{'es' if args.processes > 1 else ''} (kubeconfigs in {kubeconfigs}; "
-              f"admin http://{address}/admin/clusters)", flush=True)
+              f"admin http://{address}/admin/clusters, changes with the token in "
+              f"{Path(args.data_dir) / TOKEN_FILE})", flush=True)
         if sharded is None:
             await stopping.wait()
         else:

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from flotilla.aio.clock import Clock
 from sim import kube_api, watch
-from sim.admin_api import admin_routes
+from sim.admin_api import admin_routes, write_token
 from sim.cluster import DEFAULT_VERSION, SimCluster
 from sim.errors import UNAUTHORIZED
 from sim.kubeconfig import existing_port, existing_token, write_kubeconfig
@@ -33,7 +33,8 @@ _HEALTH = frozenset({"readyz", "healthz", "livez"})
 class SimServer:
     def __init__(self, clock: Clock, data_dir: str | Path, *, host: str = "127.0.0.1", pod_ready_delay: float = 2.0,
                  nodes: int = 3, node_cpu: str = "8", node_memory: str = "32Gi", node_pods: int = 110,
-                 git_version: str = DEFAULT_VERSION, serving_cert: str = "serving") -> None:
+                 git_version: str = DEFAULT_VERSION, serving_cert: str = "serving",
+                 admin_token: str | None = None) -> None:
         self.clock = clock
         self.data_dir = Path(data_dir)
         self.host = host
@@ -45,6 +46,10 @@ class SimServer:
         self.timers = Timers(clock)
         self.port = 0
         self.tls: Authority | None = None  # made at start
+        # The admin API's token (sim/admin_api.py): written to <data-dir>/admin-token at every start,
+        # unless given (a sharded simulator's child takes its parent's).
+        self._given_token = admin_token
+        self.admin_token = admin_token or ""
         self._runner: web.AppRunner | None = None
         self._listeners = ClusterListeners(host, self._serve_cluster, _MAX_BODY)
         self._stopping = asyncio.Event()
@@ -86,6 +91,7 @@ class SimServer:
         return cluster
 
     async def start(self, port: int = 0) -> None:
+        self.admin_token = self._given_token or write_token(self.data_dir)
         app = web.Application(client_max_size=_MAX_BODY)
         app.router.add_routes(admin_routes(self))
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)

@@ -27,6 +27,7 @@ import aiohttp
 from aiohttp import web
 
 from flotilla.aio.tasks import cancel_and_wait
+from sim.admin_api import refusal, write_token
 from sim.tls import ensure_ca
 
 # How long a child may take to serve its clusters (a hundred TLS listeners, kubeconfigs written)
@@ -94,6 +95,8 @@ class ShardedSim:
         self.owner = {name: self.children[i % processes] for i, name in enumerate(names)}
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
+        # The admin API's token (sim/admin_api.py): the parent's and its children's alike.
+        self.admin_token = ""
 
     @property
     def address(self) -> str:
@@ -105,6 +108,7 @@ class ShardedSim:
 
     async def start(self, port: int = 0) -> None:
         ensure_ca(self.data_dir / "pki")
+        self.admin_token = write_token(self.data_dir)  # before the children, which read it
         try:
             await asyncio.gather(*(child.start(self._child_args) for child in self.children))
             self._session = aiohttp.ClientSession(timeout=_PROXY_TIMEOUT)
@@ -160,6 +164,8 @@ class ShardedSim:
         return _json({"clusters": [found[name] for name in self.owner if name in found]})
 
     async def _add(self, request: web.Request) -> web.Response:
+        if (refused := refusal(request, self.admin_token)) is not None:
+            return refused
         raw = await request.read()
         with contextlib.suppress(ValueError, AttributeError):
             name = json.loads(raw or b"{}").get("name")
@@ -173,6 +179,8 @@ class ShardedSim:
         return _json(body, status)
 
     async def _route(self, request: web.Request) -> web.Response:
+        if (refused := refusal(request, self.admin_token)) is not None:
+            return refused
         name = request.match_info["name"]
         child = self.owner.get(name)
         if child is None:
@@ -183,8 +191,9 @@ class ShardedSim:
     async def _call(self, child: _Child, method: str, path: str, body: bytes = b"") -> tuple[int, Any]:
         assert self._session is not None
         try:
+            headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.admin_token}"}
             async with self._session.request(method, f"http://{child.admin}{path}", data=body or None,
-                                             headers={"Content-Type": "application/json"}) as response:
+                                             headers=headers) as response:
                 return response.status, await response.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as e:
             return 502, {"error": f"sim process {child.index} did not answer: {e or type(e).__name__}"}

@@ -157,13 +157,18 @@ def sim_fault(args: argparse.Namespace) -> int:
             raise UpError(f"no simulator is registered in etcd at {endpoints} "
                           "(start one with `flotilla up --sim-clusters N`)")
         mine = [e for e in found if sim_dir and e.extra.get("data_dir") == sim_dir]
-        address = (mine or found)[0].address
+        endpoint = (mine or found)[0]
+        address = endpoint.address
+        # The admin token is in the simulator's data dir, which its record names (when that is on
+        # this machine; else simclient looks where FLOTILLA_SIM_TOKEN_FILE or the context says).
+        recorded = endpoint.extra.get("data_dir", "")
+        token_dir = recorded if recorded and simclient.token_file(recorded).exists() else None
         try:
             if args.fault in APP_FAULTS:
                 await simclient.set_app_fault(address, args.cluster, args.namespace, args.name,
-                                          healthy=args.fault == "app-recover", kind=args.kind)
+                                          healthy=args.fault == "app-recover", kind=args.kind, data_dir=token_dir)
             else:
-                await simclient.set_fault(address, args.cluster, args.fault, latency=args.latency)
+                await simclient.set_fault(address, args.cluster, args.fault, latency=args.latency, data_dir=token_dir)
         except simclient.AdminError as e:
             raise UpError(str(e)) from e
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from flotilla.plane import simclient
 from flotilla.plane.profiles import PROFILES
 from flotilla.security import agents, crypto, rbac, tls
 from flotilla.security import context as ctx
@@ -143,6 +144,9 @@ class LocalControlPlane:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         previous = RunState.load(self.data_dir)
         self._secure()
+        # Where this plane's simulator writes its admin token, for this process's own calls
+        # (flotilla.plane.simclient: the demo's faults, a benchmark's), as it takes the key file.
+        os.environ[simclient.ENV_TOKEN_FILE] = str(simclient.token_file(self.sim_dir.resolve()))
         if not self.external_etcd:
             port = self.etcd_port or (DEFAULT_ETCD_PORT if port_is_free(DEFAULT_ETCD_PORT) else free_port())
             if not port_is_free(port):

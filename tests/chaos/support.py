@@ -174,7 +174,7 @@ class ChaosPlane:
             sims = await list_endpoints(store, "sim")
         finally:
             await store.close()
-        await simclient.set_fault(sims[0].address, cluster, fault, latency=latency)
+        await simclient.set_fault(sims[0].address, cluster, fault, latency=latency, data_dir=sims[0].extra["data_dir"])
 
     async def apply(self, workload: Workload, tmp_path: Path) -> Path:
         path = tmp_path / f"{workload.tag}.yaml"

@@ -71,7 +71,8 @@ class Plane:
         state = RunState.load(self.data_dir)
         assert state is not None and state.sim_port, f"no simulator recorded in {self.data_dir}"
         address = f"127.0.0.1:{state.sim_port}"
-        await asyncio.gather(*(simclient.set_fault(address, cluster, what) for cluster in clusters))
+        sim_dir = self.data_dir / "sim"
+        await asyncio.gather(*(simclient.set_fault(address, cluster, what, data_dir=sim_dir) for cluster in clusters))
 
     async def rb(self, name: str, namespace: str = "default") -> dict[str, Any]:
         return dict(json.loads(await self.ok("get", "rb", name, "-n", namespace, "-o", "json")))

@@ -66,7 +66,7 @@ async def test_sim_process_registers_and_serves(store: Store, sim_process: async
         flink = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
                  "metadata": {"name": "job", "namespace": "default"}, "spec": {}}
         assert (await client.apply(flink))["metadata"]["name"] == "job"
-        await admin.set_fault(endpoint.address, "east", "down")
+        await admin.set_fault(endpoint.address, "east", "down", data_dir=data_dir)
         assert await client.health() == Health(online=False, healthy=False)
     finally:
         await client.close()

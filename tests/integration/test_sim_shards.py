@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from flotilla.member import Health, MemberClient, load_kubeconfig
@@ -87,18 +88,34 @@ async def test_two_processes_serve_their_clusters_and_stop_with_the_parent(
     workers = children(proc.pid)
     assert len(workers) == 2
 
-    kubeconfigs = tmp_path / "data" / "kubeconfigs"
+    data = tmp_path / "data"
+    kubeconfigs = data / "kubeconfigs"
+    token = (data / "admin-token").read_text().strip()
     east = MemberClient(load_kubeconfig(kubeconfigs / "east.yaml"), timeout=10)
     west = MemberClient(load_kubeconfig(kubeconfigs / "west.yaml"), timeout=10)
     try:
         assert await east.health() == await west.health() == Health(online=True, healthy=True)
         assert len(await west.list_nodes()) == 1
         # Routed by the parent to the process serving west; east, in the other, is untouched.
-        assert (await admin.set_fault(address, "west", "down"))["fault"] == "down"
+        assert (await admin.set_fault(address, "west", "down", data_dir=data))["fault"] == "down"
         assert await west.health() == Health(online=False, healthy=False)
         assert await east.health() == Health(online=True, healthy=True)
         with pytest.raises(admin.AdminError, match="no cluster 'north'"):
-            await admin.set_fault(address, "north", "down")
+            await admin.set_fault(address, "north", "down", data_dir=data)
+        # The parent guards its admin API as one process does (sim/admin_api.py): it never
+        # passes on a text/plain or token-less change, which it would send on as JSON with its token.
+        async with aiohttp.ClientSession() as session:
+            for headers, status in (({"Content-Type": "text/plain"}, 401),
+                                    ({"Content-Type": "application/json"}, 401),
+                                    ({"Content-Type": "text/plain", "Authorization": f"Bearer {token}"}, 415)):
+                async with session.post(f"http://{address}/admin/clusters/east/fault", data=b'{"fault": "down"}',
+                                        headers=headers) as response:
+                    assert response.status == status
+                async with session.post(f"http://{address}/admin/clusters", data=b'{"name": "x"}',
+                                        headers=headers) as response:
+                    assert response.status == status
+        assert await east.health() == Health(online=True, healthy=True)
+        assert [c["name"] for c in await admin.list_clusters(address)] == ["east", "west"]
     finally:
         await east.close()
         await west.close()
