@@ -127,6 +127,11 @@ FIELDS: tuple[Field, ...] = (
     Field(condition("DirectlyPurgePending"), EXECUTOR, ("services.executor.binding_controller.BindingReconciler"
                                                         "._report_pending",),
           "the binding controller holds the new Works until a Directly task's old Work is gone"),
+    Field(condition("StatePreservationFailed"), EXECUTOR, ("flotilla.rules.preserved_labels.set_failed_condition",
+                                                           "services.executor.binding_controller.BindingReconciler"
+                                                           "._report_pending"),
+          "the binding controller builds the new Works without a preserved label that is no valid label, "
+          "and says which"),
     Field(condition("EvictionBlocked"), EVICTION, ("services.eviction.graceful.GracefulEvictionReconciler"
                                                    "._report_blocked",),
           "the graceful eviction controller keeps a task whose replicas could be placed nowhere"),

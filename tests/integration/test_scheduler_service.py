@@ -25,7 +25,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def scheduler(etcd: EmbeddedEtcd, tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+def scheduler(etcd: EmbeddedEtcd, webhook: subprocess.Popen[bytes],
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+    # The webhook authorizes the calls of explain and whatif (flotilla.runtime.delegated_authorization).
     proc = start_service("scheduler", etcd, tmp_path_factory.mktemp("scheduler"), "--leader-elect-lease-duration", "3s")
     yield proc
     stop_service(proc)
