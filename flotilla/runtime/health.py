@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from grpc_health.v1 import health, health_pb2
+from prometheus_client import Gauge
 
 REASON_METADATA = "flotilla-health-reason"
 # Trailing metadata is a header line: ASCII, no newlines, and not unbounded.
@@ -20,6 +21,11 @@ _REASON_LIMIT = 400
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+# What the health service answers, for Prometheus: an instance at 0 is NOT_SERVING for one of the
+# reasons above (the FlotillaServiceNotServing alert, docs/alerts.md).
+SERVING_STATE = Gauge("flotilla_service_serving", "1 while the service answers SERVING on grpc.health.v1, "
+                      "0 while NOT_SERVING", ["service"])
 
 
 def header_safe(text: str) -> str:
@@ -57,6 +63,7 @@ class ServiceHealth(health.aio.HealthServicer):  # type: ignore[misc]
 
     async def publish(self) -> None:
         status = SERVING if self.serving else NOT_SERVING
+        SERVING_STATE.labels(self.service).set(1 if self.serving else 0)
         await self.set("", status)
         await self.set(self.service, status)
 

@@ -21,6 +21,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from prometheus_client import Gauge
+
 from flotilla.aio.tasks import cancel_and_wait
 from flotilla.store.base import KeyValue, StoreBase, WatchKind
 from flotilla.store.errors import StoreError
@@ -31,6 +33,11 @@ ELECTION_PREFIX = "/flotilla/election/"
 
 # What a lost or restarting store raises: its own errors, and our own bound on a call.
 STORE_ERRORS = (StoreError, TimeoutError)
+
+# client-go's leader_election_master_status: a service none of whose instances says 1 has no
+# leader, so nothing of its work is done (the FlotillaServiceNoLeader alert, docs/alerts.md).
+MASTER_STATUS = Gauge("flotilla_leader_election_master_status",
+                      "1 while this instance leads its service, 0 otherwise", ["name"])
 
 
 def election_key(service: str) -> str:
@@ -52,6 +59,8 @@ class LeaderElector:
                  on_standby: Callable[[str], Awaitable[None]] | None = None) -> None:
         self.store = store
         self.key = election_key(service)
+        # Exported from the first campaign on (at 0), so a standby shows as one.
+        self._status = MASTER_STATUS.labels(service)
         self.identity = identity
         self.ttl = ttl
         self.lease_id: int | None = None
@@ -111,6 +120,7 @@ class LeaderElector:
             return False
         self.lease_id = lease
         self.lost.clear()
+        self._status.set(1)
         self._keepalive = asyncio.create_task(self._keep_alive())
         log.info("event=leader-acquired key=%s identity=%s", self.key, self.identity)
         return True
@@ -158,6 +168,7 @@ class LeaderElector:
                 break
         # Reached only when the lease is gone or ran out; resigning cancels this task instead.
         log.warning("event=leader-lost key=%s identity=%s", self.key, self.identity)
+        self._status.set(0)
         self.lost.set()
 
     async def resign(self) -> None:
@@ -165,5 +176,6 @@ class LeaderElector:
         await cancel_and_wait(task)
         lease_id, self.lease_id = self.lease_id, None
         if lease_id is not None:
+            self._status.set(0)
             await self._revoke_quietly(lease_id)
         self.lost.set()

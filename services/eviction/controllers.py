@@ -6,6 +6,8 @@ and start a fresh one as a restarted service would.
 
 from __future__ import annotations
 
+import functools
+
 from opentelemetry import trace
 
 from flotilla.aio.clock import Clock
@@ -16,7 +18,7 @@ from flotilla.runtime.manager import Manager
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.eviction import routing
+from services.eviction import routing, unfinished
 from services.eviction.app_failover import ApplicationFailoverConfig, ApplicationFailoverReconciler
 from services.eviction.failback_controller import FailbackReconciler
 from services.eviction.graceful import GracefulEvictionConfig, GracefulEvictionReconciler
@@ -35,8 +37,15 @@ class EvictionControllers:
             store, clock, self.bindings, graceful, events, tracer, self.clusters), workers=workers, eviction=True)
         for kind, informer in self.bindings.items():
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
+        self._add_unfinished(clock, graceful or GracefulEvictionConfig())
         self._add_application_failover(store, clock, workers, events, tracer, application)
         self._add_history_and_failback(store, clock, workers, events, graceful)
+
+    def _add_unfinished(self, clock: Clock, graceful: GracefulEvictionConfig) -> None:
+        """Overdue tasks and blocked bindings, exported while this term runs (unfinished.py)."""
+        self.unfinished = unfinished.Unfinished(clock, graceful.timeout)
+        for kind, informer in self.bindings.items():
+            self.manager.on_event(informer, functools.partial(self.unfinished.observe, kind))
 
     def _add_history_and_failback(self, store: ObjectStore, clock: Clock, workers: int,
                                   events: EventRecorder | None, graceful: GracefulEvictionConfig | None) -> None:
@@ -74,4 +83,8 @@ class EvictionControllers:
 
     async def run(self) -> None:
         """Until cancelled."""
-        await self.manager.run()
+        unfinished.start(self.unfinished)
+        try:
+            await self.manager.run()
+        finally:
+            unfinished.stop(self.unfinished)

@@ -74,4 +74,7 @@ class TaintManager:
 
     async def run(self) -> None:
         """Until cancelled."""
-        await self.manager.run()
+        try:
+            await self.manager.run()
+        finally:
+            self.state.release_all()

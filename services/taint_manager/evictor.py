@@ -15,7 +15,7 @@ from datetime import datetime
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from flotilla.aio.clock import Clock
 from flotilla.api import registry
@@ -53,6 +53,11 @@ log = logging.getLogger(__name__)
 
 HELD = Counter("flotilla_taint_manager_evictions_held_total",
                "Evictions held back by mass-failure protection", ["reason"])
+# The counter above counts each time a pass holds an eviction back; a hold that lasts (every
+# cluster down, nothing changing) makes no further passes. This is how many are held now: the
+# FlotillaEvictionsHeld alert (docs/alerts.md).
+HELD_NOW = Gauge("flotilla_taint_manager_held_evictions",
+                 "Evictions (binding, cluster) mass-failure protection holds back now")
 
 @dataclass(frozen=True)
 class EvictorConfig:
@@ -82,6 +87,18 @@ class EvictorState:
 
     pending: dict[str, list[Pending]] = field(default_factory=dict)
     held: dict[str, list[Held]] = field(default_factory=dict)
+
+    def hold(self, held: Held) -> None:
+        self.held.setdefault(held.binding, []).append(held)
+        HELD_NOW.inc()
+
+    def release(self, key: str) -> None:
+        HELD_NOW.dec(len(self.held.pop(key, ())))
+
+    def release_all(self) -> None:
+        """The term ended: a standby holds nothing back, and the next term decides afresh."""
+        for key in list(self.held):
+            self.release(key)
 
 
 # Taints the taint manager itself manages: their failovers start where the status service opens them.
@@ -131,7 +148,7 @@ class BindingEvictionReconciler:
     async def reconcile(self, key: str) -> Result | None:
         rt, namespace, name = parse_binding_key(key)
         self.state.pending.pop(key, None)
-        self.state.held.pop(key, None)
+        self.state.release(key)
         binding = cached(self.bindings, key)
         if binding is None or not self.config.enabled:
             return None
@@ -153,7 +170,7 @@ class BindingEvictionReconciler:
                     due.append(target.name)
                     continue
                 HELD.labels(reason="protection").inc()
-                self.state.held.setdefault(key, []).append(Held(key, target.name, admission.reason))
+                self.state.hold(Held(key, target.name, admission.reason))
                 if self.events is not None:
                     # Folded by the recorder into one Event per cluster and reason, with a count.
                     await self.events.warning(cluster, "EvictionHeldBack",

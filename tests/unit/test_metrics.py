@@ -23,7 +23,8 @@ pytestmark = pytest.mark.timeout(10)
 # Every module that defines metrics: importing them registers their names.
 METRIC_MODULES = ["flotilla.runtime.metrics", "flotilla.scheduler.metrics", "services.status.metrics",
                   "services.executor.metrics", "services.eviction.history_controller", "services.eviction.graceful",
-                  "services.taint_manager.evictor", "flotilla.store.informer"]
+                  "services.eviction.unfinished", "services.taint_manager.evictor", "flotilla.store.informer",
+                  "flotilla.store.events", "flotilla.store.leader", "flotilla.runtime.health"]
 DASHBOARD = ROOT / "deploy" / "grafana" / "flotilla-failover.json"
 SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created")
 
