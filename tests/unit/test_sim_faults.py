@@ -116,23 +116,27 @@ async def test_slow_adds_latency(start_sim: StartSim, kube_http: Callable[..., K
 async def test_admin_api_lists_adds_and_sets_faults(start_sim: StartSim, kube_http: Callable[..., KubeHttp]) -> None:
     server = await start_sim("member1", "member2")
     address = server.address
+    # A change carries the token the simulator wrote to its data dir (tests/integration/test_sim_admin_auth.py).
+    token = server.admin_token
     listed = await admin.list_clusters(address)
     assert [c["name"] for c in listed] == ["member1", "member2"]
     assert listed[0]["url"] == server.url("member1")
     assert listed[0]["kubeconfig"] == str(server.kubeconfig_path("member1"))
     assert listed[0]["fault"] == "none"
 
-    state = await admin.set_fault(address, "member2", "slow", latency=0.5)
+    state = await admin.set_fault(address, "member2", "slow", latency=0.5, token=token)
     assert (state["fault"], state["latency"]) == ("slow", 0.5)
-    assert (await admin.set_fault(f"http://{address}", "member2", "recover"))["fault"] == "none"
-    assert (await admin.set_fault(address, "member1", "down"))["fault"] == "down"
+    assert (await admin.set_fault(f"http://{address}", "member2", "recover", token=token))["fault"] == "none"
+    assert (await admin.set_fault(address, "member1", "down", data_dir=server.data_dir))["fault"] == "down"
     assert server.cluster("member1").fault is Fault.DOWN
 
-    state = await admin.set_app_fault(address, "member2", "default", "web", healthy=False, kind="Deployment")
+    state = await admin.set_app_fault(address, "member2", "default", "web", healthy=False, kind="Deployment",
+                                        token=token)
     assert state["appFaults"] == [{"namespace": "default", "name": "web", "kind": "Deployment"}]
-    assert (await admin.set_app_fault(address, "member2", "default", "web", healthy=True))["appFaults"] == []
+    assert (await admin.set_app_fault(address, "member2", "default", "web", healthy=True,
+                                         token=token))["appFaults"] == []
 
-    added = await admin.add_cluster(address, "member3")
+    added = await admin.add_cluster(address, "member3", token=token)
     assert added["url"] == server.url("member3")
     assert server.kubeconfig_path("member3").is_file()
     assert (await kube_http(server.cluster("member3")).get("/readyz")) == (200, "ok")
@@ -140,14 +144,15 @@ async def test_admin_api_lists_adds_and_sets_faults(start_sim: StartSim, kube_ht
 
 async def test_admin_api_errors_are_reported(start_sim: StartSim) -> None:
     server = await start_sim()
+    token = server.admin_token
     with pytest.raises(admin.AdminError, match="unknown fault 'melt'"):
-        await admin.set_fault(server.address, "member1", "melt")
+        await admin.set_fault(server.address, "member1", "melt", token=token)
     with pytest.raises(admin.AdminError, match="HTTP 404: no cluster 'nope'"):
-        await admin.set_fault(server.address, "nope", "down")
+        await admin.set_fault(server.address, "nope", "down", token=token)
     with pytest.raises(admin.AdminError, match="already exists"):
-        await admin.add_cluster(server.address, "member1")
+        await admin.add_cluster(server.address, "member1", token=token)
     with pytest.raises(admin.AdminError, match="DNS label"):
-        await admin.add_cluster(server.address, "Bad_Name")
+        await admin.add_cluster(server.address, "Bad_Name", token=token)
     await server.stop()
     with pytest.raises(admin.AdminError, match="unreachable"):
         await admin.list_clusters(server.address)
