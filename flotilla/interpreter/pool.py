@@ -178,7 +178,7 @@ class ScriptPool:
     """Worker processes that run interpreter scripts; see the module docstring.
 
     Workers start on the first call (or `start()`), and are kept at `workers`
-    from then on. `close()` (or leaving `async with`, or cancelling `run()`)
+    from then on: an executor with no script to run starts none. `close()` (or leaving `async with`, or cancelling `run()`)
     kills them all and fails what is still waiting with PoolClosed; a closed
     pool starts again on `start()` or `run()`.
     """
@@ -524,8 +524,9 @@ class ScriptPool:
         await self._ready.wait()
 
     async def run(self) -> None:
-        """Keep the workers until cancelled, then close: the pool's life as a service's runnable."""
-        self.start()
+        """Until cancelled, then close: the pool's life as a service's runnable. Workers start at the
+        first call, so a plane without scripts runs no worker."""
+        self._closed = False
         try:
             await asyncio.Event().wait()
         finally:

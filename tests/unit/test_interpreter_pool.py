@@ -372,6 +372,9 @@ async def test_closing_kills_every_worker_and_fails_what_waits() -> None:
 async def test_run_is_the_pools_lifetime() -> None:
     pool = ScriptPool(2)
     running = asyncio.create_task(pool.run())
+    await asyncio.sleep(0.2)
+    assert pool.pids == [], "no worker before a script is to run"
+    assert (await pool.call(health_script("return true"), F, [{}])).ok
     await pool.wait_ready()
     pids = pool.pids
     assert len(pids) == 2
