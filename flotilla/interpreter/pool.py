@@ -178,9 +178,10 @@ class ScriptPool:
     """Worker processes that run interpreter scripts; see the module docstring.
 
     Workers start on the first call (or `start()`), and are kept at `workers`
-    from then on: an executor with no script to run starts none. `close()` (or leaving `async with`, or cancelling `run()`)
-    kills them all and fails what is still waiting with PoolClosed; a closed
-    pool starts again on `start()` or `run()`.
+    from then on: an executor with no script to run starts none. `close()`
+    (or leaving `async with`, or cancelling `run()`) kills them all and fails
+    what is still waiting with PoolClosed; a closed pool starts again on
+    `start()` or `run()`.
     """
 
     def __init__(self, workers: int = DEFAULT_WORKERS, *, timeout: float = DEFAULT_TIMEOUT,
