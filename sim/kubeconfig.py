@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
+
+from flotilla.security.tls import write_file
 
 
 def write_kubeconfig(path: Path, cluster: str, server: str, token: str, ca_data: str) -> None:
@@ -21,13 +22,8 @@ def write_kubeconfig(path: Path, cluster: str, server: str, token: str, ca_data:
         "preferences": {},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Written to a temporary name then renamed, so a reader never sees half a file; 0600
-    # because it holds a credential.
-    temporary = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        yaml.safe_dump(config, f, sort_keys=False)
-    os.replace(temporary, path)
+    # 0600 and never through what is on disk (write_file): it holds a credential.
+    write_file(path, yaml.safe_dump(config, sort_keys=False).encode(), private=True)
 
 
 def existing_token(path: Path) -> str | None:

@@ -44,6 +44,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from flotilla.security import context as ctx
+from flotilla.security import tls
 
 DEFAULT_DATA_DIR = "./.flotilla-demo"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -398,11 +399,11 @@ def _restore_pointer(text: str | None) -> None:
         path.unlink(missing_ok=True)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        tls.write_file(path, text.encode())
 
 
 def _print_keep(narrator: Narrator, context: ctx.Context, data_dir: Path) -> None:
-    from flotilla.security import crypto, tls
+    from flotilla.security import crypto
 
     credentials = {**tls.process_env(context.tls()), crypto.ENV_KEY_FILE: context.encryption_key_file}
     narrator.print([

@@ -156,6 +156,7 @@ class LocalControlPlane:
             self.etcd.start(detach=self.detach)
             if not self.insecure:
                 self._restrict_etcd()
+            self._seal_stored()
         self._choose_api_ports(previous)
         for name in SERVICES:
             for instance in self.instances(name):
@@ -205,6 +206,14 @@ class LocalControlPlane:
                 await client.close()
 
         asyncio.run(enable())
+
+    def _seal_stored(self) -> None:
+        """Secrets and Works an older Flotilla left in plaintext in this data dir's etcd, sealed with
+        the key file before any service starts: the services refuse plaintext (it could be a
+        downgrade), and this is the one moment an upgrade can be done for the user."""
+        rewritten = asyncio.run(seal_plaintext(self.endpoints, self.certificates.get("admin"), self.key_file))
+        if rewritten:
+            print(f"sealed {rewritten} Secrets and Works stored in plaintext by an older version", flush=True)
 
     def serving_processes(self) -> dict[str, str]:
         """Each process that serves, by its name (its identity), with the service it serves: every
@@ -357,6 +366,19 @@ class LocalControlPlane:
         terminate([p.pid for p in self.processes.values()])
         if self.etcd is not None:
             self.etcd.stop()
+
+
+async def seal_plaintext(endpoints: str, admin: tls.TLSFiles | None, key_file: Path) -> int:
+    """Seal with `key_file` every Secret and Work stored otherwise; how many were rewritten."""
+    from flotilla.security.crypto import configured_keys
+    from flotilla.store import Store
+
+    store = await Store.connect(endpoints, tls=admin, keys=configured_keys(str(key_file)))
+    try:
+        rewritten, _ = await store.rewrite_secrets()
+    finally:
+        await store.close()
+    return rewritten
 
 
 def cluster_not_ready(cluster: object | None) -> str:

@@ -26,6 +26,7 @@ import pytest
 
 from flotilla.api import codec, registry
 from flotilla.api.v1 import meta_pb2, work_pb2
+from flotilla.plane.local_plane import seal_plaintext
 from flotilla.security.context import ENV_CONFIG
 from flotilla.security.crypto import (
     ENV_ACCEPT_PLAINTEXT,
@@ -39,7 +40,7 @@ from flotilla.security.crypto import (
 from flotilla.store import Informer, Store, StoreError, Undecodable
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.objects import UNOPENED, Unopenable, unopened_reason
-from tests.conftest import CtlResult
+from tests.conftest import CtlResult, Security
 from tests.integration.test_store_contract import Recorder, running
 
 pytestmark = pytest.mark.integration
@@ -325,3 +326,15 @@ def test_flotillactl_prints_a_carried_secret_redacted(clean_etcd: EmbeddedEtcd,
     described = ctl("describe", "work", "w", "-n", NAMESPACE)
     assert described.code == 0, described.err
     assert B64_TOKEN not in described.out and "<redacted: 24 bytes>" in described.out
+
+
+async def test_flotilla_up_seals_what_an_older_version_left_in_plaintext(store: Store, security: Security) -> None:
+    """`flotilla up` over an older data dir: Secrets and Works written in plaintext are sealed
+    before any service starts, since the services refuse plaintext."""
+    plain = without_key(store, allow_plaintext=True)
+    await plain.create(secret("older"))
+    await plain.create(work("older"))
+    assert await seal_plaintext(store.endpoints, security.client, security.key_file) >= 2
+    for key in (secret_key("older"), work_key("older")):
+        assert not plaintext_in(await raw(store, key))
+    assert len((await store.get(registry.WORK, NAMESPACE, "older")).spec.workload.manifests) == 1
