@@ -212,6 +212,8 @@ class ScriptPool:
         self._workers: set[_Worker] = set()
         self._idle: list[_Worker] = []
         self._starting: set[asyncio.Task[None]] = set()
+        # Every worker until its process has been waited for, retired ones included.
+        self._unreaped: set[_Worker] = set()
         self._start_failures = 0
         self._ready = asyncio.Event()
         self._ids = itertools.count(1)
@@ -456,6 +458,7 @@ class ScriptPool:
         self._workers.add(worker)
         self.spawned += 1
         worker.reader = asyncio.create_task(self._read(worker), name=f"interpreter-worker-{worker.pid}")
+        self._unreaped.add(worker)
         self._idle.append(worker)
         if len(self._workers) >= self.size:
             self._ready.set()
@@ -479,6 +482,7 @@ class ScriptPool:
         with contextlib.suppress(ProcessLookupError):
             worker.process.kill()
         code = await worker.process.wait()
+        self._unreaped.discard(worker)
         if worker.call is not None:
             how = _exit_description(code)
             log.warning("event=interpreter-worker-died pid=%d how=%r", worker.pid, how)
@@ -556,8 +560,11 @@ class ScriptPool:
                 if not running.future.done():
                     running.future.set_exception(closed)
             self._retire(worker, kill=True)
-        readers = [w.reader for w in workers if w.reader is not None]
-        await asyncio.gather(*readers, return_exceptions=True)
+        for worker in list(self._unreaped):  # retired, and maybe not gone yet
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
+        await asyncio.gather(*(w.reader for w in list(self._unreaped) if w.reader is not None),
+                             return_exceptions=True)
         self._idle.clear()
 
     async def __aenter__(self) -> ScriptPool:
