@@ -6,6 +6,9 @@ and a real API server. kubernetes_asyncio's generated client does the same throu
 `ApiClient.call_api`, but importing it loads every generated model (tens of MiB in each process
 that talks to members) and its session looks up a proxy and a netrc file, in threads, at every
 request; only JSON in and out is needed here.
+
+Every answer is read and decoded within `flotilla.member.limits` (`flotilla.member.decoding`):
+whatever is at a member's address, one answer costs this process a bounded amount of memory.
 """
 
 from __future__ import annotations
@@ -323,11 +326,12 @@ class MemberClient:
         """The error an answer with a non-2xx status stands for. Its status is the answer (404:
         absent, 409: changed, 410: relist), so a body too long to read as a Status costs only the
         message, which then says so."""
+        limit = self.limits.object_bytes
         try:
-            body = await read_body(response, self.server, operation, self.limits.object_bytes, "object_bytes")
-        except MemberLimitExceeded as e:
-            return MemberError(self.server, operation, f"HTTP {response.status}: {response.reason or ''} ({e})",
-                               status=response.status)
+            body = await read_body(response, self.server, operation, limit, "object_bytes")
+        except MemberLimitExceeded:
+            return MemberError(self.server, operation, f"HTTP {response.status}: {response.reason or ''} (a body "
+                               f"larger than {limit} bytes, Limits.object_bytes, not read)", status=response.status)
         return status_error(self.server, operation, response.status, response.reason or "", body)
 
     async def _status_of(self, path: str) -> int:
@@ -370,11 +374,13 @@ async def probe_health(status_of: Callable[[str], Awaitable[int]]) -> Health:
     """Karmada's probe (docs/karmada-rules.md §3 step 3): GET /readyz, and /healthz only if /readyz is 404.
 
     `status_of(path)` answers the HTTP status of a GET, whatever it is, and raises MemberError
-    only when there is no answer. No answer (refused, dropped, timed out) or a refusal of our
-    credentials (401/403) is offline; 200 is healthy. Any other answer means the API server is
-    there but not healthy: online, unhealthy. Karmada counts every non-2xx answer as offline;
-    Flotilla's member-cluster issue asks for an API server answering 500 to read as
-    ClusterNotReady, and an answer does prove reachability.
+    only when there is no answer (an answer whose body goes past `Limits.health_bytes` counts as
+    none: no API server's health endpoint says that much, and it is not read to its end). No
+    answer (refused, dropped, timed out) or a refusal of our credentials (401/403) is offline;
+    200 is healthy. Any other answer means the API server is there but not healthy: online,
+    unhealthy. Karmada counts every non-2xx answer as offline; Flotilla's member-cluster issue
+    asks for an API server answering 500 to read as ClusterNotReady, and an answer does prove
+    reachability.
     """
     try:
         status = await status_of("/readyz")

@@ -197,8 +197,9 @@ def _status_of_watch_error(server: str, operation: str, obj: dict[str, Any]) -> 
     version is too old, and the caller relists)."""
     code = obj.get("code")
     status = code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 else 500
-    message = _text(obj.get("message")) or "watch error"
-    return MemberError(server, operation, f"HTTP {status}: {message}", status=status, reason=_text(obj.get("reason")))
+    reason = _text(obj.get("reason"))
+    message = _text(obj.get("message")) or reason
+    return MemberError(server, operation, f"HTTP {status}: {message}", status=status, reason=reason)
 
 
 def _text(value: Any) -> str:

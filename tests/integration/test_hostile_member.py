@@ -250,6 +250,29 @@ async def test_an_endless_watch_line_stops_at_the_line_cap(member: tuple[Hostile
     assert grown < GROWTH and took < PROMPTLY, (grown, took)
 
 
+async def test_an_error_with_an_endless_body_keeps_its_status(member: tuple[HostileMember, str],
+                                                             client: MemberClient) -> None:
+    hostile, _ = member
+
+    async def refuse(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(status=500)
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            for _ in range(HOSTILE_BYTES // len(_MiB_CHUNK)):
+                await response.write(_MiB_CHUNK)
+        return response
+
+    hostile.apply = refuse
+    started = time.monotonic()
+    with memory_growth() as growth:
+        with pytest.raises(MemberError) as raised:
+            await client.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "settings", "namespace": "default"}})
+    # The status is the answer (a 409 is retried, a 404 is absent), whatever the body.
+    assert raised.value.status == 500 and "Limits.object_bytes" in str(raised.value)
+    assert growth() < GROWTH and time.monotonic() - started < PROMPTLY
+
+
 async def test_a_list_too_dense_to_decode_is_not_decoded(member: tuple[HostileMember, str],
                                                          client: MemberClient) -> None:
     hostile, _ = member
