@@ -304,12 +304,12 @@ class ScriptPool:
         if state.overruns < self._overruns_to_suspend and not state.suspensions:
             return
         first, ceiling = self._suspension
-        seconds = min(first * 2 ** state.suspensions, ceiling)
+        seconds = min(first * 2 ** min(state.suspensions, 32), ceiling)
         state.suspensions += 1
         state.overruns = 0
         state.suspended_until = self._clock.monotonic() + seconds
-        log.warning("event=interpreter-script-suspended seconds=%g overruns=%d last=%r", seconds,
-                    self._overruns_to_suspend, result.error)
+        log.warning("event=interpreter-script-suspended seconds=%g suspensions=%d last=%r", seconds,
+                    state.suspensions, result.error)
         # What is queued would overrun the same way, one worker kill each.
         suspended = self._suspended(state)
         assert suspended is not None
@@ -418,7 +418,7 @@ class ScriptPool:
     async def _start_worker(self) -> None:
         if self._start_failures:
             first, ceiling = _START_BACKOFF
-            await asyncio.sleep(min(first * 2 ** (self._start_failures - 1), ceiling))
+            await asyncio.sleep(min(first * 2 ** min(self._start_failures - 1, 32), ceiling))
         process: asyncio.subprocess.Process | None = None
         creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
             sys.executable, "-m", "flotilla.interpreter.worker",

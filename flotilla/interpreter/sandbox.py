@@ -216,7 +216,7 @@ local function run(chunk, name, ...)
     error(name .. " is a " .. type(fn) .. ", not a function", 0)
   end
   local results = pack(fn(...))
-  -- Lua's own type names: lupa tells a table from a function, not a thread from a function.
+  -- Type names as Lua gives them: lupa's own do not tell every kind apart.
   local types = {}
   for i = 1, results.n do
     types[i] = type(results[i])
