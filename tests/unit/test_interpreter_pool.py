@@ -211,7 +211,7 @@ async def test_memory_over_the_lua_limit_replaces_the_worker() -> None:
 
 async def test_the_address_space_limit_backs_the_lua_limit() -> None:
     # A Lua limit above the process's own: the process limit is what stops the script.
-    async with ScriptPool(1, memory_limit=2**32, address_space_limit=256 * 2**20, timeout=5.0) as pool:
+    async with ScriptPool(1, memory_limit=2**32, address_space_limit=256 * 2**20, timeout=20.0) as pool:
         await pool.wait_ready()
         result = await pool.call(health_script(HOSTILE["memory-bomb-unique"]), F, [{}])
         assert result.outcome == KILLED, result
