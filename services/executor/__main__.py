@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
@@ -55,12 +55,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="namespaces (regular expressions) whose templates are never propagated")
     parser.add_argument("--concurrent-resourcebinding-syncs", type=int, default=BINDING_SYNCS,
                         help="bindings synced to Works and aggregated at once (Karmada: 5; docs/differences.md)")
-    parser.add_argument("--interpreter-call-timeout", type=duration, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--interpreter-call-timeout", type=positive(duration), default=DEFAULT_TIMEOUT,
                         help="how long one call of a ResourceInterpreterCustomization script may run; a call "
                              "still running a little past it has its worker process killed, and reads Unknown")
-    parser.add_argument("--interpreter-workers", type=int, default=DEFAULT_WORKERS,
+    parser.add_argument("--interpreter-workers", type=positive(int), default=DEFAULT_WORKERS,
                         help="worker processes that run ResourceInterpreterCustomization scripts; one script "
                              "never holds all of them")
+
+
+def positive(parse: Callable[[str], float]) -> Callable[[str], float]:
+    """A flag type that refuses zero and negative values: a pool without workers or time runs nothing."""
+
+    def parse_positive(text: str) -> float:
+        value = parse(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        return value
+
+    parse_positive.__name__ = getattr(parse, "__name__", "value")
+    return parse_positive
 
 
 def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
