@@ -61,6 +61,11 @@ def member_objects_of(work: work_pb2.Work) -> list[str]:
                           (m.get("metadata") or {}).get("name", "")) for m in manifests(work)]
 
 
+# What a Work records of one member object's status: far above a Deployment's or a Job's, and a
+# few of them still fit in one etcd value (1.5 MiB).
+MAX_REFLECTED_STATUS_BYTES = 256 * 1024
+
+
 async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpreter: HealthInterpreter) -> tuple[
         list[work_pb2.ManifestStatus], list[str], list[str]]:
     """The statuses to record, the manifests missing from the member, and interpretation errors.
@@ -83,11 +88,19 @@ async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpret
         if result.error:
             errors.append(f"ResourceInterpreterCustomization {result.customization}: {result.error}"
                           if result.customization else result.error)
+        status = codec.raw_json(observed.get("status") or {})
+        if len(status) > MAX_REFLECTED_STATUS_BYTES:
+            # The member decides how large its status is; the Work, one etcd value, must stay
+            # writable. Its health was judged on the whole object all the same.
+            errors.append(f"{manifest['kind']} {meta.get('namespace', '')}/{meta['name']}: its status is "
+                          f"{len(status)} bytes, more than the {MAX_REFLECTED_STATUS_BYTES} a Work records; "
+                          "recorded as {}")
+            status = codec.raw_json({})
         statuses.append(work_pb2.ManifestStatus(
             identifier=work_pb2.ResourceIdentifier(
                 ordinal=ordinal, group=group, version=version, kind=manifest["kind"],
                 namespace=meta.get("namespace", ""), name=meta["name"]),
-            status=codec.raw_json(observed.get("status") or {}),
+            status=status,
             health=result.health,
         ))
     return statuses, missing, errors

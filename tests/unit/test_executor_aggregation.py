@@ -15,7 +15,7 @@ from flotilla.interpreter.health import HealthInterpreter
 from flotilla.rules import aggregated_status
 from services.executor import aggregation
 from services.executor.binding_status import aggregate_into
-from services.executor.work_status import manifest_statuses
+from services.executor.work_status import MAX_REFLECTED_STATUS_BYTES, manifest_statuses
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 RESOURCE = work_pb2.ObjectReference(api_version="apps/v1", kind="Deployment", namespace="default", name="nginx")
@@ -276,3 +276,16 @@ def test_a_work_of_a_cluster_no_longer_expected_is_not_reported() -> None:
     assert aggregate_into(binding, found, NOW)
     assert [i.cluster_name for i in binding.status.aggregated_status] == ["m1", "m2"]
     assert condition_status(binding.status.conditions, aggregated_status.FULLY_APPLIED) == "True"
+
+
+async def test_a_members_oversized_status_is_not_copied_into_the_work() -> None:
+    """The member decides how large its status is: a Work (one etcd value) records at most
+    MAX_REFLECTED_STATUS_BYTES of it, and says so."""
+    manifest = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
+    w = work_pb2.Work()
+    w.spec.workload.manifests.append(codec.raw_json(manifest))
+    key = ("example.com/v1", "Widget", "default", "w")
+    huge = {**manifest, "status": {"blob": "x" * (MAX_REFLECTED_STATUS_BYTES + 1)}}
+    statuses, missing, errors = await manifest_statuses(w, {key: huge}, HealthInterpreter())
+    assert statuses[0].status == codec.raw_json({}) and statuses[0].health == "Healthy"
+    assert missing == [] and "more than the" in errors[0]
