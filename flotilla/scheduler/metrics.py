@@ -30,6 +30,13 @@ SCHEDULING_ALGORITHM_DURATION = Histogram(
 QUEUE_INCOMING_BINDINGS = Counter(
     "flotilla_queue_incoming_bindings_total", "Bindings added to the scheduling queue, by event", ["event"],
 )
+# Every result and schedule type exported from the start, at 0: a series born at its first
+# observation hides that observation from rate(), and a failover's one rescheduling would show
+# on no panel.
+for _result in (SCHEDULED, ERROR):
+    for _type in (FIRST_SCHEDULE, RECONCILE_SCHEDULE, SCALE_SCHEDULE):
+        SCHEDULE_ATTEMPTS.labels(_result, _type)
+        E2E_SCHEDULING_DURATION.labels(_result, _type)
 
 
 class StepTimer:
