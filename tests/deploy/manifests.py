@@ -22,6 +22,7 @@ DOCKERFILE = DEPLOY / "Dockerfile"
 KUSTOMIZATIONS = {
     "base": DEPLOY / "k8s" / "base",
     "etcd-3": DEPLOY / "k8s" / "overlays" / "etcd-3",
+    "monitoring": DEPLOY / "k8s" / "overlays" / "monitoring",
 }
 # python -m services.<module>, as the Deployment flotilla-<name> runs it.
 SERVICES = {
