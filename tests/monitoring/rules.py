@@ -57,8 +57,9 @@ def dashboard_expressions() -> list[tuple[str, str]]:
 #
 # The shipped rules, with each window a few seconds long (scraped every second, a window still
 # holds a few samples; each alert's long window stays longer than its short one), every `for:`
-# 2 s, and the SLO's limit 1 s instead of 300 s, so that a demo plane's failover (its new
-# replicas Healthy a few seconds after the eviction) misses it and the SLO's alerts fire too.
+# 2 s, and the SLO's limit 1 s instead of 300 s, so that a demo plane's failover misses it and
+# the SLO's alerts fire too: the demo's new pod is ready 1 s after it starts, which is after the
+# eviction.
 E2E_WINDOWS = {"5m": "4s", "30m": "6s", "1h": "8s", "6h": "8s", "3d": "10s"}
 E2E_FOR = "2s"
 SLO_BUCKET, E2E_SLO_BUCKET = 'le="300.0"', 'le="1.0"'
