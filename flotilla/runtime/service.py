@@ -302,6 +302,14 @@ class Runner:
 
         return [Authorizing(AccessReviewer(webhooks, self.api_tls or self.etcd_tls, self.clock), self.spec.access)]
 
+    @property
+    def elects(self) -> bool:
+        """Whether this instance campaigns before it runs `lead`. A service whose every replica does
+        the same work (the webhook: `leader_elect=False`) never does, whatever --leader-elect or
+        FLOTILLA_LEADER_ELECT (set for every service in deploy/k8s) says: a standby would never
+        start its informers, and answer nothing."""
+        return self.spec.leader_elect and bool(self.args.leader_elect)
+
     async def _start_health_server(self, host: str) -> grpc.aio.Server | None:
         if self.args.health_port < 0:
             return None
@@ -345,7 +353,7 @@ class Runner:
     async def _lead_forever(self, ctx: ServiceContext) -> None:
         if self.spec.lead is None:
             return
-        if not self.args.leader_elect:
+        if not self.elects:
             await self._lead(ctx)
             return
         ttl = max(int(self.args.leader_elect_lease_duration), 1)
