@@ -98,6 +98,12 @@ CLUSTER_PROPAGATION_POLICY: ResourceType[policy_pb2.ClusterPropagationPolicy] = 
 CLUSTER_TAINT_POLICY: ResourceType[policy_pb2.ClusterTaintPolicy] = ResourceType(
     "ClusterTaintPolicy", POLICY_API, "clustertaintpolicies", False, policy_pb2.ClusterTaintPolicy
 )
+OVERRIDE_POLICY: ResourceType[policy_pb2.OverridePolicy] = ResourceType(
+    "OverridePolicy", POLICY_API, "overridepolicies", True, policy_pb2.OverridePolicy, ("op",)
+)
+CLUSTER_OVERRIDE_POLICY: ResourceType[policy_pb2.ClusterOverridePolicy] = ResourceType(
+    "ClusterOverridePolicy", POLICY_API, "clusteroverridepolicies", False, policy_pb2.ClusterOverridePolicy, ("cop",)
+)
 RESOURCE_BINDING: ResourceType[work_pb2.ResourceBinding] = ResourceType(
     "ResourceBinding", BINDING_API, "resourcebindings", True, work_pb2.ResourceBinding, ("rb",)
 )
@@ -127,6 +133,8 @@ BUILTINS: tuple[ResourceType[Any], ...] = (
     PROPAGATION_POLICY,
     CLUSTER_PROPAGATION_POLICY,
     CLUSTER_TAINT_POLICY,
+    OVERRIDE_POLICY,
+    CLUSTER_OVERRIDE_POLICY,
     RESOURCE_BINDING,
     CLUSTER_RESOURCE_BINDING,
     WORK,

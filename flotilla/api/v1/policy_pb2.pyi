@@ -331,3 +331,138 @@ class PolicyTaint(_message.Message):
     effect: str
     value: str
     def __init__(self, key: _Optional[str] = ..., effect: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class OverridePolicy(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: OverrideSpec
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[OverrideSpec, _Mapping]] = ...) -> None: ...
+
+class ClusterOverridePolicy(_message.Message):
+    __slots__ = ("api_version", "kind", "metadata", "spec")
+    API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    api_version: str
+    kind: str
+    metadata: _meta_pb2.ObjectMeta
+    spec: OverrideSpec
+    def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ..., metadata: _Optional[_Union[_meta_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[OverrideSpec, _Mapping]] = ...) -> None: ...
+
+class OverrideSpec(_message.Message):
+    __slots__ = ("resource_selectors", "override_rules", "target_cluster", "overriders")
+    RESOURCE_SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDE_RULES_FIELD_NUMBER: _ClassVar[int]
+    TARGET_CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDERS_FIELD_NUMBER: _ClassVar[int]
+    resource_selectors: _containers.RepeatedCompositeFieldContainer[ResourceSelector]
+    override_rules: _containers.RepeatedCompositeFieldContainer[RuleWithCluster]
+    target_cluster: ClusterAffinity
+    overriders: Overriders
+    def __init__(self, resource_selectors: _Optional[_Iterable[_Union[ResourceSelector, _Mapping]]] = ..., override_rules: _Optional[_Iterable[_Union[RuleWithCluster, _Mapping]]] = ..., target_cluster: _Optional[_Union[ClusterAffinity, _Mapping]] = ..., overriders: _Optional[_Union[Overriders, _Mapping]] = ...) -> None: ...
+
+class RuleWithCluster(_message.Message):
+    __slots__ = ("target_cluster", "overriders")
+    TARGET_CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDERS_FIELD_NUMBER: _ClassVar[int]
+    target_cluster: ClusterAffinity
+    overriders: Overriders
+    def __init__(self, target_cluster: _Optional[_Union[ClusterAffinity, _Mapping]] = ..., overriders: _Optional[_Union[Overriders, _Mapping]] = ...) -> None: ...
+
+class Overriders(_message.Message):
+    __slots__ = ("plaintext", "image_overrider", "command_overrider", "args_overrider", "labels_overrider", "annotations_overrider", "field_overrider")
+    PLAINTEXT_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_OVERRIDER_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_OVERRIDER_FIELD_NUMBER: _ClassVar[int]
+    ARGS_OVERRIDER_FIELD_NUMBER: _ClassVar[int]
+    LABELS_OVERRIDER_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_OVERRIDER_FIELD_NUMBER: _ClassVar[int]
+    FIELD_OVERRIDER_FIELD_NUMBER: _ClassVar[int]
+    plaintext: _containers.RepeatedCompositeFieldContainer[PlaintextOverrider]
+    image_overrider: _containers.RepeatedCompositeFieldContainer[ImageOverrider]
+    command_overrider: _containers.RepeatedCompositeFieldContainer[CommandArgsOverrider]
+    args_overrider: _containers.RepeatedCompositeFieldContainer[CommandArgsOverrider]
+    labels_overrider: _containers.RepeatedCompositeFieldContainer[LabelAnnotationOverrider]
+    annotations_overrider: _containers.RepeatedCompositeFieldContainer[LabelAnnotationOverrider]
+    field_overrider: _containers.RepeatedCompositeFieldContainer[FieldOverrider]
+    def __init__(self, plaintext: _Optional[_Iterable[_Union[PlaintextOverrider, _Mapping]]] = ..., image_overrider: _Optional[_Iterable[_Union[ImageOverrider, _Mapping]]] = ..., command_overrider: _Optional[_Iterable[_Union[CommandArgsOverrider, _Mapping]]] = ..., args_overrider: _Optional[_Iterable[_Union[CommandArgsOverrider, _Mapping]]] = ..., labels_overrider: _Optional[_Iterable[_Union[LabelAnnotationOverrider, _Mapping]]] = ..., annotations_overrider: _Optional[_Iterable[_Union[LabelAnnotationOverrider, _Mapping]]] = ..., field_overrider: _Optional[_Iterable[_Union[FieldOverrider, _Mapping]]] = ...) -> None: ...
+
+class PlaintextOverrider(_message.Message):
+    __slots__ = ("path", "operator", "value")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    operator: str
+    value: bytes
+    def __init__(self, path: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class ImageOverrider(_message.Message):
+    __slots__ = ("predicate", "component", "operator", "value")
+    PREDICATE_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    predicate: ImagePredicate
+    component: str
+    operator: str
+    value: str
+    def __init__(self, predicate: _Optional[_Union[ImagePredicate, _Mapping]] = ..., component: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class ImagePredicate(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class CommandArgsOverrider(_message.Message):
+    __slots__ = ("container_name", "operator", "value")
+    CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    container_name: str
+    operator: str
+    value: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, container_name: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class LabelAnnotationOverrider(_message.Message):
+    __slots__ = ("operator", "value")
+    class ValueEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    operator: str
+    value: _containers.ScalarMap[str, str]
+    def __init__(self, operator: _Optional[str] = ..., value: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class FieldOverrider(_message.Message):
+    __slots__ = ("field_path", "json", "yaml")
+    FIELD_PATH_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    YAML_FIELD_NUMBER: _ClassVar[int]
+    field_path: str
+    json: _containers.RepeatedCompositeFieldContainer[PatchOperation]
+    yaml: _containers.RepeatedCompositeFieldContainer[PatchOperation]
+    def __init__(self, field_path: _Optional[str] = ..., json: _Optional[_Iterable[_Union[PatchOperation, _Mapping]]] = ..., yaml: _Optional[_Iterable[_Union[PatchOperation, _Mapping]]] = ...) -> None: ...
+
+class PatchOperation(_message.Message):
+    __slots__ = ("sub_path", "operator", "value")
+    SUB_PATH_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    sub_path: str
+    operator: str
+    value: bytes
+    def __init__(self, sub_path: _Optional[str] = ..., operator: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
