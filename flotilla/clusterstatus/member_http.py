@@ -22,7 +22,7 @@ import aiohttp
 
 import flotilla
 from flotilla.member import LIMITS, Credentials, Health, Limits, MemberError
-from flotilla.member.client import probe_health, ssl_context
+from flotilla.member.client import probe_health, proxy_options, ssl_context
 from flotilla.member.decoding import Budget, decode_list, decode_object, read_body
 from flotilla.member.discovery import AGGREGATED_ACCEPT, api_enablements, group_versions, resource_lists
 
@@ -69,7 +69,8 @@ class MemberSession:
         if credentials.token:
             headers["Authorization"] = f"Bearer {credentials.token}"
         try:
-            async with self._open().get(f"{server}{path}", headers=headers, ssl=tls) as response:
+            async with self._open().get(f"{server}{path}", headers=headers, ssl=tls,
+                                        **proxy_options(credentials)) as response:
                 body = await read_body(response, server, operation,
                                        self.limits.object_bytes if limit is None else limit, limit_field)
                 return Answer(response.status, body, response.headers.get("ETag", ""))

@@ -52,7 +52,7 @@ from flotilla.member.limits import LIMITS, Limits
 
 __all__ = [
     "REQUEST_TIMEOUT", "Health", "MemberClient", "MemberError", "MemberLimitExceeded", "MemberWatchEvent",
-    "probe_health", "ssl_context",
+    "probe_health", "proxy_options", "ssl_context",
 ]
 
 # How long the executor waits for a member's answer to one request: the API server's own
@@ -103,6 +103,8 @@ class MemberClient:
         self._headers: dict[str, str] = {"User-Agent": f"flotilla/{flotilla.__version__}"}
         if credentials.token:
             self._headers["Authorization"] = f"Bearer {credentials.token}"
+        # The Cluster's spec.proxyURL and spec.proxyHeader, on every request (`proxy_options`).
+        self._proxy = proxy_options(credentials)
         # groupVersion -> kind -> resource; filled by discovery, refreshed when a kind is missing.
         self._resources: dict[str, dict[str, ApiResource]] = {}
 
@@ -206,7 +208,7 @@ class MemberClient:
         try:
             response = await self._session_().request(
                 "GET", self._url(_collection_path(resource, None)), params=query, timeout=limit,
-                headers={**self._headers, "Accept": "application/json"})
+                headers={**self._headers, "Accept": "application/json"}, **self._proxy)
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise self._transport_error(operation, e) from e
         try:
@@ -314,7 +316,7 @@ class MemberClient:
         try:
             async with self._requests, self._session_().request(
                 method, self._url(path), params=query, data=data, headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout or self.timeout),
+                timeout=aiohttp.ClientTimeout(total=timeout or self.timeout), **self._proxy,
             ) as response:
                 if not 200 <= response.status <= 299:
                     raise await self._error_of(response, operation)
@@ -340,7 +342,7 @@ class MemberClient:
         try:
             async with self._session_().get(
                 self._url(path), headers={**self._headers, "Accept": "*/*"},
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                timeout=aiohttp.ClientTimeout(total=self.timeout), **self._proxy,
             ) as response:
                 await read_body(response, self.server, f"GET {path}", self.limits.health_bytes, "health_bytes")
                 return response.status
@@ -362,11 +364,13 @@ class MemberClient:
                 context = ssl_context(self.credentials.ca_data, self.credentials.insecure_skip_tls_verify)
             except (ValueError, ssl.SSLError) as e:  # bad base64 or PEM in the CA data
                 raise MemberError(self.server, "build client", f"invalid certificate authority: {e}") from e
-            # trust_env stays off unless a proxy is configured: it costs a proxy and a netrc lookup,
-            # each in a thread, at every request, and a netrc login would clash with the token.
+            # trust_env stays off unless a proxy is configured in the environment: it costs a proxy
+            # and a netrc lookup, each in a thread, at every request, and a netrc login would clash
+            # with the token. A Cluster's own proxy (spec.proxyURL) is passed with each request and
+            # takes precedence.
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=_CONNECTIONS, ssl=context),
-                trust_env=_proxy_configured(), read_bufsize=_READ_BUFFER)
+                trust_env=not self._proxy and _proxy_configured(), read_bufsize=_READ_BUFFER)
         return self._session
 
 
@@ -404,6 +408,20 @@ def ssl_context(ca_data: str, insecure: bool) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def proxy_options(credentials: Credentials) -> dict[str, Any]:
+    """The keyword arguments of an aiohttp request that send it through the member's proxy
+    (Cluster spec.proxyURL, with spec.proxyHeader sent to the proxy: in the CONNECT that opens a
+    tunnel to an https:// member, on the request itself to an http:// one); none without one.
+    An https:// proxy is reached over TLS verified against the system's trust store."""
+    if not credentials.proxy_url:
+        return {}
+    options: dict[str, Any] = {"proxy": credentials.proxy_url}
+    headers = credentials.proxy_headers()
+    if headers:
+        options["proxy_headers"] = headers
+    return options
 
 
 def _proxy_configured() -> bool:

@@ -6,6 +6,7 @@ import base64
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -15,18 +16,34 @@ __all__ = ["Credentials", "load_kubeconfig"]
 @dataclass(frozen=True)
 class Credentials:
     """A joined cluster's API server and bearer token. `ca_data` is base64 PEM, as in a
-    kubeconfig's certificate-authority-data."""
+    kubeconfig's certificate-authority-data. `proxy_url` (a Cluster's spec.proxyURL, http:// or
+    https://) is the proxy every request to the member goes through, and `proxy_header` (its
+    spec.proxyHeader, as (name, value) pairs) the headers sent to that proxy, Proxy-Authorization
+    for one; a value holding several, comma-separated, is sent as that many headers, as Karmada's
+    client sends them."""
 
     server: str
     token: str = ""
     ca_data: str = ""
     insecure_skip_tls_verify: bool = False
+    proxy_url: str = ""
+    proxy_header: tuple[tuple[str, str], ...] = ()
+
+    def proxy_headers(self) -> list[tuple[str, str]]:
+        """The headers for the proxy, one per value (`k: "v1,v2"` is two `k` headers)."""
+        return [(name, value.strip()) for name, values in self.proxy_header for value in values.split(",")]
 
     def __repr__(self) -> str:
-        # Credentials end up in logs and exception messages; the token must not.
+        # Credentials end up in logs and exception messages; the token must not, nor what
+        # authenticates to the proxy (its header values, a password in its URL).
         token = "***" if self.token else ""
+        proxy = ""
+        if self.proxy_url:
+            url = urlsplit(self.proxy_url)
+            where = f"{url.scheme}://{url.netloc.rpartition('@')[2]}"
+            proxy = f", proxy_url={where!r}, proxy_header={[name for name, _ in self.proxy_header]!r}"
         return (f"Credentials(server={self.server!r}, token={token!r}, ca_data={'...' if self.ca_data else ''!r}, "
-                f"insecure_skip_tls_verify={self.insecure_skip_tls_verify})")
+                f"insecure_skip_tls_verify={self.insecure_skip_tls_verify}{proxy})")
 
 
 def load_kubeconfig(path: str | Path, context: str | None = None) -> Credentials:

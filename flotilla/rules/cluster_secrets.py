@@ -85,4 +85,6 @@ def _credentials(cluster: cluster_pb2.Cluster, secret: Any) -> Credentials:
         token=base64.b64decode(data.get("token", "")).decode(),
         ca_data=data.get("caBundle", ""),
         insecure_skip_tls_verify=spec.insecure_skip_tls_verification,
+        proxy_url=spec.proxy_url,
+        proxy_header=tuple(sorted(spec.proxy_header.items())),
     )

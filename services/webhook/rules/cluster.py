@@ -86,6 +86,7 @@ def validate_credentials(cluster: Cluster) -> Iterator[FieldError]:
         url = urlsplit(spec.api_endpoint)
         if url.scheme != "https" or not url.hostname:
             yield FieldError("spec.apiEndpoint", f"must be an https:// URL with a host, not {spec.api_endpoint!r}")
+    yield from validate_proxy(cluster)
     for field, ref in (("secretRef", spec.secret_ref), ("impersonatorSecretRef", spec.impersonator_secret_ref)):
         if not (ref.namespace or ref.name):
             continue
@@ -94,6 +95,38 @@ def validate_credentials(cluster: Cluster) -> Iterator[FieldError]:
         if (ref.namespace, ref.name) != expected:
             yield FieldError(f"spec.{field}", f"must be {expected[0]}/{expected[1]}, the Secret kept for this "
                                               f"cluster, not {ref.namespace}/{ref.name}")
+
+
+def validate_proxy(cluster: Cluster) -> Iterator[FieldError]:
+    """spec.proxyURL: an http:// or https:// proxy with a host (every request to the member goes
+    through it, spec.proxyHeader sent to it). Karmada also takes socks5://, which the plane's HTTP
+    client cannot speak: refused rather than stored and ignored."""
+    spec = cluster.spec
+    if spec.proxy_url:
+        url = urlsplit(spec.proxy_url)
+        if url.scheme == "socks5":
+            yield FieldError("spec.proxyURL", "not supported by Flotilla: spec.proxyURL with scheme socks5 "
+                                              "(use an http:// or https:// proxy)")
+        elif url.scheme not in ("http", "https") or not url.hostname or not _valid_port(spec.proxy_url):
+            yield FieldError("spec.proxyURL", f"must be an http:// or https:// URL with a host, not {spec.proxy_url!r}")
+    elif spec.proxy_header:
+        yield FieldError("spec.proxyHeader", "needs spec.proxyURL: these headers are sent to the proxy")
+    for name, value in sorted(spec.proxy_header.items()):
+        if not name or any(c not in _HEADER_NAME for c in name):
+            yield FieldError(f"spec.proxyHeader[{name}]", "must be an HTTP header name")
+        if any(c in value for c in "\r\n\0"):
+            yield FieldError(f"spec.proxyHeader[{name}]", "must not contain CR, LF or NUL")
+
+
+_HEADER_NAME = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _valid_port(url: str) -> bool:
+    try:
+        port = urlsplit(url).port  # ValueError: not a number, or out of range
+    except ValueError:
+        return False
+    return port is None or port > 0
 
 
 def validate_cluster_taints(taints: Sequence[Taint], path: str) -> Iterator[FieldError]:
