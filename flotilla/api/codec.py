@@ -116,7 +116,9 @@ def from_dict(data: Mapping[str, Any]) -> Message:
     try:
         rt: registry.ResourceType[Message] = registry.for_kind(data["apiVersion"], data["kind"])
     except registry.UnknownResourceError as e:
-        raise CodecError([FieldError("apiVersion", str(e))]) from None
+        # A karmada.io kind Flotilla does not build is the kind's fault, not the apiVersion's.
+        path = "kind" if isinstance(e, registry.UnsupportedKindError) else "apiVersion"
+        raise CodecError([FieldError(path, str(e))]) from None
     return parse_as(rt.message, data)
 
 

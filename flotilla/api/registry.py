@@ -278,12 +278,33 @@ def lookup(name: str) -> ResourceType[Any]:
         raise UnknownResourceError(f'the server doesn\'t have a resource type "{name}"') from None
 
 
+KARMADA_GROUP = "karmada.io"
+# Karmada kinds being built in as this is written (issue 36): until they are BUILTINS they stay
+# what they were (templates), so that admitting them is not refused in the meantime.
+KARMADA_KINDS_BEING_BUILT: frozenset[tuple[str, str]] = frozenset({
+    ("policy.karmada.io", "OverridePolicy"),
+    ("policy.karmada.io", "ClusterOverridePolicy"),
+    ("apps.karmada.io", "WorkloadRebalancer"),
+})
+
+
+class UnsupportedKindError(UnknownResourceError):
+    """A kind of Karmada's API that Flotilla does not build: refused rather than stored and ignored."""
+
+
+def is_karmada_group(group: str) -> bool:
+    """Whether the group is Karmada's API (`karmada.io`, `*.karmada.io`), whose objects Karmada's
+    detector never takes for resource templates, so never propagates."""
+    return group == KARMADA_GROUP or group.endswith("." + KARMADA_GROUP)
+
+
 def for_kind(api_version: str, kind: str) -> ResourceType[Any]:
     """The ResourceType of an object with this apiVersion and kind.
 
     Unknown kinds are resource templates (Unstructured). A built-in kind at
     another version of its group (an old `work.karmada.io/v1alpha1`
-    ResourceBinding) is an error rather than a template.
+    ResourceBinding) is an error rather than a template, and so is any other
+    kind of a karmada.io group (UnsupportedKindError).
     """
     found = _BY_KIND.get((api_version, kind))
     if found is not None:
@@ -296,6 +317,10 @@ def for_kind(api_version: str, kind: str) -> ResourceType[Any]:
     builtin = _BUILTIN_GROUP_KINDS.get((group, kind))
     if builtin is not None:
         raise UnknownResourceError(f'{kind} is served at apiVersion "{builtin.api_version}", not "{api_version}"')
+    if is_karmada_group(group) and (group, kind) not in KARMADA_KINDS_BEING_BUILT:
+        # Stored as a template it would be kept and ignored (a FederatedResourceQuota that limits
+        # nothing), and a policy selecting it would propagate Karmada's API to the members.
+        raise UnsupportedKindError(f"{kind} ({group}) is not supported by Flotilla")
     rt = next((t for t in WELL_KNOWN_TEMPLATES if t.api_version == api_version and t.kind == kind), None) \
         or template_type(api_version, kind)
     if rt.resource in RESERVED_RESOURCES:

@@ -203,7 +203,9 @@ class TemplateReconciler:
             rt = registry.for_kind(api_version, kind)
         except registry.UnknownResourceError:
             return None
-        if not rt.is_template:
+        # Karmada's detector skips every karmada.io group: its kinds are never templates, even one
+        # stored before it was refused, or one still stored as a template until it is built in.
+        if not rt.is_template or registry.is_karmada_group(rt.group):
             return None
         # From the informers first; a decision made on a copy that has changed since fails its
         # compare-and-swap, and is made again on what etcd holds.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from flotilla.api import registry
 from flotilla.api.codec import FieldError
 from flotilla.api.v1.meta_pb2 import Unstructured
 from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, PropagationPolicy
@@ -60,4 +61,10 @@ def template_kind_problems(template: Unstructured) -> Iterator[FieldError]:
 
 def selector_kind_problems(policy: PropagationPolicy | ClusterPropagationPolicy) -> Iterator[FieldError]:
     for i, selector in enumerate(policy.spec.resource_selectors):
-        yield from _check(index("spec.resourceSelectors", i), selector.api_version, selector.kind)
+        path = index("spec.resourceSelectors", i)
+        yield from _check(path, selector.api_version, selector.kind)
+        group, _ = registry.split_api_version(selector.api_version)
+        if registry.is_karmada_group(group):
+            # Karmada ignores such a selector; refused, since a selector that selects nothing is a mistake.
+            yield FieldError(child(path, "apiVersion"), f"{selector.kind} ({group}) is a kind of Karmada's API, "
+                             "which is never propagated (Karmada's detector skips every karmada.io group)")
