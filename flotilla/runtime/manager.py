@@ -167,11 +167,13 @@ class Manager:
         return True
 
     def controller(self, name: str, reconciler: Reconciler, workers: int = 1,
-                   logger: logging.Logger | None = None, eviction: bool = False) -> Controller:
+                   logger: logging.Logger | None = None, eviction: bool = False,
+                   priority: Callable[[str], int] | None = None) -> Controller:
+        """`priority(key)` orders the ready keys, highest first (see WorkQueue); without it FIFO."""
         if name in self._controllers:
             raise ValueError(f"controller {name} already exists")
-        controller = Controller(name, reconciler, WorkQueue(self.clock, name), workers=workers, logger=logger,
-                                eviction=eviction)
+        controller = Controller(name, reconciler, WorkQueue(self.clock, name, priority=priority), workers=workers,
+                                logger=logger, eviction=eviction)
         self._controllers[name] = controller
         if self._started:
             self._controller_tasks.append(self._spawn(f"controller/{name}", controller.run))

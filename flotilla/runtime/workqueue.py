@@ -3,6 +3,11 @@
 Keys are object keys; a reconciler reads current state for a key, so the queue only has to
 guarantee that a key added is processed at least once afterwards, and never by two workers
 at once. Adding a key many times before it is taken is one unit of work.
+
+Ready keys are handed out highest priority first, in the order they became ready within a
+priority (Karmada's scheduling queue: in a failover storm a critical binding's reschedule must
+not wait behind hundreds of batch ones). A queue built without a `priority` function gives
+every key priority 0, which is plain FIFO: every controller but the scheduler's.
 """
 
 from __future__ import annotations
@@ -37,19 +42,31 @@ class WorkQueue:
 
     Delayed keys are released by a single timer task, started on the first delayed add. Call
     `aclose()` (or `shutdown()` and let the loop run) so that it exits.
+
+    `priority(key)` is asked whenever a key becomes ready (added, released after a delay or a
+    backoff, re-queued by `done`), and again when a ready key is added anew, so a key whose
+    priority rose since it was queued moves up (it never moves down: the earlier, higher claim
+    stays until it is taken).
     """
 
     def __init__(
-        self, clock: Clock, name: str = "", base_backoff: float = 0.005, max_backoff: float = 300.0
+        self, clock: Clock, name: str = "", base_backoff: float = 0.005, max_backoff: float = 300.0,
+        priority: Callable[[str], int] | None = None,
     ) -> None:
         self.name = name
         self._clock = clock
         self._base_backoff = base_backoff
         self._max_backoff = max_backoff
+        self._priority = priority
 
-        self._queue: deque[str] = deque()
-        # Keys that need processing: those in _queue, plus keys added while being processed,
-        # which go back into _queue on done().
+        # Ready keys: a heap of (-priority, sequence, key), and each ready key's entry in it as
+        # (priority, sequence). The heap may hold superseded entries (a key moved up); an entry
+        # counts only while it matches _ready.
+        self._queue: list[tuple[int, int, str]] = []
+        self._ready: dict[str, tuple[int, int]] = {}
+        self._ready_seq = itertools.count()
+        # Keys that need processing: the ready ones, plus keys added while being processed,
+        # which become ready again on done().
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -80,23 +97,27 @@ class WorkQueue:
 
     def __len__(self) -> int:
         """Keys ready to be taken (not delayed ones, not ones being processed)."""
-        return len(self._queue)
+        return len(self._ready)
 
     @property
     def shutting_down(self) -> bool:
         return self._shutting_down
 
     def add(self, key: str) -> None:
-        if self._shutting_down or key in self._dirty:
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if key in self._ready and self._priority is not None:
+                priority = self._priority(key)
+                if priority > self._ready[key][0]:
+                    self._push(key, priority)
             return
         self._dirty.add(key)
         self._adds.inc()
         self._added_at.setdefault(key, time.perf_counter())
         if key in self._processing:
             return  # done() re-queues it, so no two workers ever hold the same key
-        self._queue.append(key)
-        self._observe_depth()
-        self._wake_getter()
+        self._make_ready(key)
 
     def add_after(self, key: str, delay: float) -> None:
         """Add `key` once `delay` seconds have passed; an earlier pending deadline wins."""
@@ -137,7 +158,7 @@ class WorkQueue:
         while True:
             if self._shutting_down:
                 raise QueueShutDown(self.name)
-            if self._queue:
+            if self._ready:
                 break
             getter = asyncio.get_running_loop().create_future()
             self._getters.append(getter)
@@ -148,10 +169,10 @@ class WorkQueue:
                 if getter in self._getters:
                     self._getters.remove(getter)
                 # We were woken for a key but cancelled before taking it: pass the wakeup on.
-                if not getter.cancelled() and self._queue:
+                if not getter.cancelled() and self._ready:
                     self._wake_getter()
                 raise
-        key = self._queue.popleft()
+        key = self._pop()
         self._dirty.discard(key)
         self._processing.add(key)
         now = time.perf_counter()
@@ -172,9 +193,7 @@ class WorkQueue:
         if taken is not None:
             self._work_duration.observe(time.perf_counter() - taken[0])
         if key in self._dirty and not self._shutting_down:
-            self._queue.append(key)
-            self._observe_depth()
-            self._wake_getter()
+            self._make_ready(key)
 
     def shutdown(self) -> None:
         """Stop handing out keys; pending and future `get()` calls raise `QueueShutDown`."""
@@ -194,8 +213,26 @@ class WorkQueue:
     def _backoff(self, failures: int) -> float:
         return min(self._base_backoff * 2.0 ** min(failures, _MAX_BACKOFF_EXPONENT), self._max_backoff)
 
+    def _make_ready(self, key: str) -> None:
+        self._push(key, self._priority(key) if self._priority is not None else 0)
+        self._observe_depth()
+        self._wake_getter()
+
+    def _push(self, key: str, priority: int) -> None:
+        seq = next(self._ready_seq)
+        self._ready[key] = (priority, seq)
+        heapq.heappush(self._queue, (-priority, seq, key))
+
+    def _pop(self) -> str:
+        """The ready key of the highest priority, the earliest ready among equals."""
+        while True:
+            negated, seq, key = heapq.heappop(self._queue)
+            if self._ready.get(key) == (-negated, seq):
+                del self._ready[key]
+                return key
+
     def _observe_depth(self) -> None:
-        depth = len(self._queue)
+        depth = len(self._ready)
         self._depth.set(depth)
         for observe in self.depth_observers:
             observe(depth)

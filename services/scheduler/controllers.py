@@ -41,6 +41,17 @@ from services.scheduler.routing import (
 log = logging.getLogger(__name__)
 
 
+def schedule_priority(bindings: Informer[Binding]) -> Callable[[str], int]:
+    """A binding's `spec.schedulePriority.priority` (0 when unset or gone), the order of the
+    scheduler's queue: Karmada's scheduler queue is a priority queue on it, so in a failover
+    storm the critical bindings are placed while there is still room for them."""
+    def priority(key: str) -> int:
+        binding = bindings.get(key)
+        return binding.spec.schedule_priority.priority if binding is not None else 0
+
+    return priority
+
+
 class SchedulerLoop:
     """What the leader runs: informers over Clusters and both binding kinds, one controller per
     kind, and the wiring that turns their changes into work."""
@@ -67,7 +78,7 @@ class SchedulerLoop:
             reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
                                           events, tracer)
             controller = manager.controller(f"scheduler-{kind.plural}", reconciler, workers=options.workers,
-                                            logger=log)
+                                            logger=log, priority=schedule_priority(informer))
             manager.on_event(informer, self._forget_reservations(kind), predicate=deleted)
             manager.watch(informer, binding_keys, controller, predicate=self._needs_look(reconciler))
             affected = bindings_affected_by_cluster(informer)

@@ -262,3 +262,77 @@ async def test_aclose_leaves_no_tasks_behind() -> None:
     assert clock.pending_sleepers() == 0
     queue.add_after("b", 1)  # ignored once shut down, and starts no new timer
     assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+# -- priority (the scheduler's queue: highest schedulePriority first, FIFO within one) -------
+
+
+@pytest.mark.parametrize(("adds", "expected"), [
+    pytest.param([("a", 0), ("b", 0), ("c", 0)], ["a", "b", "c"], id="one-priority-is-fifo"),
+    pytest.param([("batch", 0), ("critical", 1000)], ["critical", "batch"], id="higher-first"),
+    pytest.param([("low1", -5), ("mid1", 10), ("high1", 100), ("mid2", 10), ("low2", -5), ("high2", 100)],
+                 ["high1", "high2", "mid1", "mid2", "low1", "low2"], id="fifo-within-each-priority"),
+    pytest.param([("x", 2_000_000_000), ("y", -2_147_483_648), ("z", 0)], ["x", "z", "y"],
+                 id="int32-extremes"),
+])
+async def test_ready_keys_come_out_highest_priority_first(adds: list[tuple[str, int]], expected: list[str]) -> None:
+    priorities = dict(adds)
+    queue = WorkQueue(FakeClock(), priority=priorities.__getitem__)
+    for key, _ in adds:
+        queue.add(key)
+    assert len(queue) == len(expected)
+    assert [await queue.get() for _ in expected] == expected
+
+
+async def test_a_queued_key_whose_priority_rose_moves_up_once() -> None:
+    priorities = {"a": 0, "b": 0, "c": 0}
+    queue = WorkQueue(FakeClock(), priority=priorities.__getitem__)
+    for key in "abc":
+        queue.add(key)
+    priorities["c"] = 10
+    queue.add("c")
+    priorities["a"] = -10  # a lower priority does not push a queued key back
+    queue.add("a")
+    assert len(queue) == 3
+    assert [await queue.get() for _ in range(3)] == ["c", "a", "b"]
+    await assert_blocks(queue)
+
+
+async def test_priority_is_read_when_a_key_becomes_ready_again() -> None:
+    priorities = {"a": 0, "b": 5}
+    queue = WorkQueue(FakeClock(), priority=priorities.__getitem__)
+    queue.add("a")
+    assert await queue.get() == "a"
+    queue.add("a")  # while processing: held back
+    queue.add("b")
+    priorities["a"] = 50
+    queue.done("a")  # re-queued with the priority it has now
+    assert [await queue.get() for _ in range(2)] == ["a", "b"]
+
+
+async def test_a_delayed_key_is_released_into_its_priority() -> None:
+    clock = FakeClock()
+    priorities = {"late-critical": 100, "batch1": 0, "batch2": 0}
+    queue = WorkQueue(clock, priority=priorities.__getitem__)
+    queue.add_after("late-critical", 1.0)
+    queue.add("batch1")
+    queue.add("batch2")
+    await clock.advance(1.0 + EPS)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert [await queue.get() for _ in range(3)] == ["late-critical", "batch1", "batch2"]
+    await queue.aclose()
+
+
+async def test_a_prioritised_key_is_never_held_twice_and_shutdown_still_stops_it() -> None:
+    queue = WorkQueue(FakeClock(), priority=lambda key: 1 if key == "hi" else 0)
+    queue.add("lo")
+    queue.add("hi")
+    assert await queue.get() == "hi"
+    queue.add("hi")
+    assert await queue.get() == "lo"
+    await assert_blocks(queue)  # "hi" is in flight: not handed out again
+    queue.shutdown()
+    queue.done("hi")
+    with pytest.raises(QueueShutDown):
+        await queue.get()
