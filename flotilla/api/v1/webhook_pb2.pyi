@@ -21,16 +21,18 @@ class FieldViolation(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class AdmissionResponse(_message.Message):
-    __slots__ = ("allowed", "object_json", "result", "violations")
+    __slots__ = ("allowed", "object_json", "result", "violations", "warnings")
     ALLOWED_FIELD_NUMBER: _ClassVar[int]
     OBJECT_JSON_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     allowed: bool
     object_json: str
     result: str
     violations: _containers.RepeatedCompositeFieldContainer[FieldViolation]
-    def __init__(self, allowed: _Optional[bool] = ..., object_json: _Optional[str] = ..., result: _Optional[str] = ..., violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, allowed: _Optional[bool] = ..., object_json: _Optional[str] = ..., result: _Optional[str] = ..., violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
     __slots__ = ("api_version", "kind", "namespace", "name", "resource_version")
