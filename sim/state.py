@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import copy
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,17 @@ _PDB = builtin("PodDisruptionBudget")
 _STATIC_STATUS = {("", "Service"), ("networking.k8s.io", "Ingress"), ("", "PersistentVolumeClaim")}
 
 
+# uuid5 namespace of the simulated clusters' kube-system uids.
+_CLUSTER_UIDS = uuid.UUID("6f1c2b0e-6a0c-5d2e-9a43-3b1f0c7e5d11")
+
+
+def cluster_uid(name: str) -> str:
+    """The uid of a simulated cluster's kube-system namespace: the same for the cluster of that
+    name at every start, as a real cluster's is for its life (Karmada's join takes it as the
+    member's id, Cluster spec.id), and different for each cluster of a simulator."""
+    return str(uuid.uuid5(_CLUSTER_UIDS, name))
+
+
 class ClusterState:
     def __init__(self, name: str, clock: Clock, timers: Timers, pod_ready_delay: float, nodes: int, node_cpu: str,
                  node_memory: str, node_pods: int, git_version: str) -> None:
@@ -48,6 +60,8 @@ class ClusterState:
         self._lb_addresses = 0
         for namespace in INITIAL_NAMESPACES:
             self.store.ensure_namespace(namespace)
+        # A stable uid for kube-system: Karmada's join takes it as the member's id (Cluster spec.id).
+        self.store.require(NAMESPACE, "", "kube-system")["metadata"]["uid"] = cluster_uid(name)
         for index in range(1, nodes + 1):
             self.store.insert(NODE, node_object(name, index, node_cpu, node_memory, node_pods, git_version,
                                                 self.now()))

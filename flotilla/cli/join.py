@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 from typing import Any
 
 from flotilla.api import keys, registry
@@ -20,10 +21,14 @@ from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.cli.apply import violations_line
 from flotilla.cli.connection import open_store
 from flotilla.cli.webhook_client import WebhookClient
-from flotilla.member import load_kubeconfig
+from flotilla.member import Credentials, MemberClient, MemberError, load_kubeconfig
 from flotilla.rules.cluster_secrets import secret_document
 from flotilla.runtime.flags import duration
 from flotilla.store.base import StoreBase, WatchKind
+
+# Karmada's join reads the member's id from this ClusterProperty first (about.k8s.io).
+CLUSTER_PROPERTY_API = "about.k8s.io/v1alpha1"
+CLUSTER_ID_PROPERTY = "cluster.clusterset.k8s.io"
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -63,6 +68,13 @@ async def join_cluster(store: StoreBase, args: argparse.Namespace, rejoin: bool 
     cluster = cluster_document(args, credentials.insecure_skip_tls_verify)
     if not rejoin and await store.try_get(registry.CLUSTER, "", args.name) is not None:
         raise UserError(f'cluster "{args.name}" is already joined')
+    cluster_id = await member_cluster_id(credentials)
+    if cluster_id:
+        cluster["spec"]["id"] = cluster_id
+        await refuse_second_join(store, args.name, cluster_id)
+    else:
+        print(f"warning: cluster({args.name}): its id could not be read (the member's kube-system namespace); "
+              "joined without spec.id", file=sys.stderr)
     async with WebhookClient(store) as webhook:
         # Validate the Cluster before anything is written, so a bad flag leaves no Secret behind.
         for method, doc in (("Validate", cluster), ("Apply", secret_document(args.name, credentials)),
@@ -73,6 +85,40 @@ async def join_cluster(store: StoreBase, args: argparse.Namespace, rejoin: bool 
                 lambda s: getattr(s, method), request)  # noqa: B023
             if not response.allowed:
                 raise UserError(violations_line(f"cluster/{args.name}", response).removeprefix("error: "))
+
+
+async def member_cluster_id(credentials: Credentials) -> str:
+    """The member's id as Karmada's join takes it: the value of its ClusterProperty
+    `cluster.clusterset.k8s.io` (about.k8s.io, KEP-2149) when it serves one, else the uid of its
+    kube-system namespace; "" when neither can be read (the member is away, the token may not
+    read namespaces)."""
+    async with MemberClient(credentials, timeout=10.0) as client:
+        try:
+            prop = await client.get(CLUSTER_PROPERTY_API, "ClusterProperty", "", CLUSTER_ID_PROPERTY)
+        except MemberError as e:
+            if e.status is None:  # no answer: the namespace would not be read either
+                return ""
+            prop = None  # most members do not serve the kind (404), or the token may not read it
+        value = ((prop or {}).get("spec") or {}).get("value")
+        if isinstance(value, str) and value:
+            return value
+        try:
+            namespace = await client.get("v1", "Namespace", "", "kube-system")
+        except MemberError:
+            return ""
+        uid = ((namespace or {}).get("metadata") or {}).get("uid")
+        return uid if isinstance(uid, str) else ""
+
+
+async def refuse_second_join(store: StoreBase, name: str, cluster_id: str) -> None:
+    """A member already joined under another name (same spec.id) is not joined again: two
+    Clusters for one member would have the scheduler count its capacity twice and the executor
+    apply each Work to it twice, under two execution namespaces. Checked here, where every Cluster
+    can be listed, and not at admission, which sees one object."""
+    for other in (await store.list(registry.CLUSTER)).items:
+        if other.spec.id == cluster_id and other.metadata.name != name:
+            raise UserError(f'cluster "{name}": this member (id {cluster_id}) is already joined as '
+                            f'cluster "{other.metadata.name}"')
 
 
 def join_args(name: str, kubeconfig: str, mode: str = "Push", **extra: str) -> argparse.Namespace:
