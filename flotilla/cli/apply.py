@@ -3,7 +3,8 @@
 All documents are validated before any is written, so a file with one bad
 document changes nothing, and every bad document is reported, one line each:
 an apiVersion/kind no server would know (flotilla.cli.kinds), or what admission
-rejects.
+rejects. A field admitted without effect is said on stderr (`Warning: <path>: <why>`),
+as kubectl prints the API server's warnings.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ async def cmd_apply(args: argparse.Namespace) -> int:
                 if not response.allowed:
                     print(violations_line(display_name(doc), response), file=sys.stderr)
                     return 1
+                # kubectl's form of the API server's Warning headers, before the result line.
+                for warning in response.warnings:
+                    print(f"Warning: {warning}", file=sys.stderr)
                 print(f"{display_name(doc)} {response.result}")
     return 0
 

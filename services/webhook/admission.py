@@ -20,6 +20,7 @@ from flotilla.api.codec import CodecError, FieldError
 from flotilla.store import Conflict, ObjectStore
 from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig, default_object
+from services.webhook.rules.karmada_fields import field_warnings
 from services.webhook.validation import validate_object
 
 CREATED, CONFIGURED, UNCHANGED = "created", "configured", "unchanged"
@@ -43,6 +44,8 @@ class Review:
     obj: Message | None
     old: Message | None = None
     errors: list[FieldError] = field(default_factory=list)
+    # `<path>: <why>` for each field admitted that has no effect (rules/karmada_fields.py).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -74,7 +77,8 @@ class Admission:
         old = await self.store.try_get(registry.for_object(obj), meta.namespace, meta.name) if meta.name else None
         if authorize is not None:
             authorize(CREATE if old is None else UPDATE, obj)
-        return Review(obj, old, admit(obj, old, self.config, self.clock.now(), validate))
+        errors = admit(obj, old, self.config, self.clock.now(), validate)
+        return Review(obj, old, errors, field_warnings(obj))
 
     async def apply(self, doc: Any, attempts: int = 5, applied_by: str = "",
                     authorize: Authorize | None = None) -> Outcome:

@@ -43,6 +43,7 @@ def _response(review: Review, result: str = "") -> webhook_pb2.AdmissionResponse
     if review.obj is not None:
         response.object_json = codec.to_json(review.obj)
     response.violations.extend(webhook_pb2.FieldViolation(path=e.path, reason=e.reason) for e in review.errors)
+    response.warnings.extend(review.warnings)
     return response
 
 

@@ -22,6 +22,7 @@ from services.webhook.defaulting import AdmissionConfig
 from services.webhook.rules.bounds import seconds_out_of_bounds
 from services.webhook.rules.cluster import cluster_name, validate_cluster
 from services.webhook.rules.interpreter import validate_interpreter_customization
+from services.webhook.rules.karmada_fields import unsupported_fields
 from services.webhook.rules.kinds import selector_kind_problems, template_kind_problems
 from services.webhook.rules.metadata import NameRule, validate_metadata
 from services.webhook.rules.names import dns1123_subdomain
@@ -62,6 +63,8 @@ def validate_object(obj: Message, old: Message | None, config: AdmissionConfig) 
     if validator is not None:
         errors.extend(validator(obj, old if type(old) is type(obj) else None, config))
     errors.extend(seconds_out_of_bounds(obj))
+    # A Karmada field Flotilla does not act on is refused, never stored and ignored.
+    errors.extend(unsupported_fields(obj))
     if isinstance(obj, PropagationPolicy | ClusterPropagationPolicy):
         errors.extend(selector_kind_problems(obj))
     return errors
