@@ -118,6 +118,7 @@ class BindingReconciler:
         clock: Clock | None = None,
         bindings_informers: Mapping[str, Informer[Binding]] | None = None,
         templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None,
+        overrider: works.Overrider | None = None,
     ) -> None:
         self.store = store
         self.works = works_informer
@@ -126,6 +127,8 @@ class BindingReconciler:
         self.bindings = bindings_informers or {}
         self.templates = templates if templates is not None else {}
         self.inject_preserved_labels = inject_preserved_labels
+        # Each cluster's override policies (services/executor/overrides.py); None: none apply.
+        self.overrider = overrider
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.executor")
         self.directly_requeue = directly_requeue
@@ -162,7 +165,8 @@ class BindingReconciler:
         if template is None:
             await self._report_pending(rt, binding, [])
             return None
-        desired = works.build_works(binding, template, self.inject_preserved_labels)
+        failed: list[tuple[str, str]] = []
+        desired = works.build_works(binding, template, self.inject_preserved_labels, self.overrider, failed)
         try:
             with self._span(binding, key, desired) as stamp:
                 for work in desired:
@@ -177,7 +181,13 @@ class BindingReconciler:
         if done.written:
             await self._event(binding, template, "Normal", "SyncWorkSucceed",
                               f"Sync work of {_describe(binding)} successful.")
-        if done.waiting:
+        for cluster, reason in failed:
+            # Karmada's event; the cluster keeps the Work it had until the policy is fixed (its
+            # change routes the binding here again) or the retry below succeeds.
+            log.warning("event=apply-overrides-failed binding=%s cluster=%s reason=%s", key, cluster, reason)
+            await self._event(binding, template, "Warning", "ApplyOverridePolicyFailed",
+                              f"Apply override policies for cluster({cluster}) failed: {reason}")
+        if done.waiting or failed:
             return Result(requeue_after=self.directly_requeue)
         return None
 

@@ -55,6 +55,7 @@ from services.executor.detector import (
 )
 from services.executor.execution import ExecutionReconciler
 from services.executor.metrics import count_interpreter_call
+from services.executor.overrides import informer_overrider
 from services.executor.policy_finalizers import PolicyFinalizerReconciler
 from services.executor.routing import RB
 from services.executor.template_informers import TemplateInformerSweep
@@ -103,6 +104,10 @@ class ExecutorControllers:
         index_works(self.works)
         # By etcd resource: every version of a kind lives under one prefix, so one informer serves them all.
         self.templates: dict[str, Informer[meta_pb2.Unstructured]] = {}
+        # What the binding controller needs to build each cluster's overridden manifest.
+        self.clusters = manager.informer(registry.CLUSTER)
+        self.override_policies = manager.informer(registry.OVERRIDE_POLICY)
+        self.cluster_override_policies = manager.informer(registry.CLUSTER_OVERRIDE_POLICY)
 
         self.detector = manager.controller("detector", TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
@@ -114,13 +119,19 @@ class ExecutorControllers:
         self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
         self.binding_reconciler = BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
-            config.directly_requeue, clock, self.bindings, self.templates)
+            config.directly_requeue, clock, self.bindings, self.templates,
+            informer_overrider(self.clusters, self.cluster_override_policies, self.override_policies))
         self.binding_controller = manager.controller("binding", self.binding_reconciler, workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
             store, clock, self.bindings, self.works, self.templates), workers=config.workers)
 
         self._route_policies(self.policies)
         self._route_policies(self.cluster_policies)
+        # An override policy's change rewrites the Works of the templates it selects.
+        manager.watch(self.override_policies, routing.bindings_of_overridden(self.templates),
+                      self.binding_controller, predicate=routing.override_policy_changed)
+        manager.watch(self.cluster_override_policies, routing.bindings_of_overridden(self.templates),
+                      self.binding_controller, predicate=routing.override_policy_changed)
         for kind, informer in self.bindings.items():
             manager.on_event(informer, self._watch_kind_of_binding, predicate=routing.came_or_went)
             manager.watch(informer, routing.template_of_binding, self.detector,

@@ -24,6 +24,8 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
 from flotilla.rules.binding_builder import template_content
+from flotilla.rules.overrides import OverridePolicy, implicit_priority
+from flotilla.rules.resource_selection import Match
 from flotilla.runtime.manager import ToKeys
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.informer import Informer
@@ -145,6 +147,51 @@ def finalizing_policy(event: WatchEvent[P]) -> list[str]:
             PP_FINALIZER in policy.metadata.finalizers or CPP_FINALIZER in policy.metadata.finalizers):
         return [policy_key(policy)]
     return []
+
+
+# -- override policies -> binding controller -----------------------------------------------------
+
+OP = TypeVar("OP", bound=OverridePolicy)
+
+
+def override_policy_changed(event: WatchEvent[OP]) -> bool:
+    """What the override manager reads of a policy: its spec, namespace and name (its name orders it)."""
+    return event.type is not EventType.MODIFIED or _old(event).spec != event.obj.spec
+
+
+def _selector_view(template: meta_pb2.Unstructured) -> dict[str, Any]:
+    """What a resource selector reads of a template, without parsing its content."""
+    meta = template.metadata
+    return {"apiVersion": template.api_version, "kind": template.kind,
+            "metadata": {"name": meta.name, "namespace": meta.namespace, "labels": dict(meta.labels)}}
+
+
+def bindings_of_overridden(templates: Mapping[str, Informer[meta_pb2.Unstructured]]) -> ToKeys[OP]:
+    """Binding-controller keys of the templates either version of an override policy selects
+    (every template of its namespace, or every template, when it has no selectors): their Works
+    are built anew with the policy as it is now, or without it once it is gone."""
+
+    def to_keys(event: WatchEvent[OP]) -> Iterable[str]:
+        found: set[str] = set()
+        for version in (event.obj, event.old):
+            if version is None:
+                continue
+            namespace = version.metadata.namespace if isinstance(version, policy_pb2.OverridePolicy) else None
+            selectors = version.spec.resource_selectors
+            if selectors:
+                resources = {rt.resource for s in selectors if (rt := template_type(s.api_version, s.kind))}
+                informers = [templates[r] for r in resources if r in templates]
+            else:
+                informers = list(templates.values())
+            for informer in informers:
+                for template in informer.list():
+                    if namespace is not None and template.metadata.namespace != namespace:
+                        continue
+                    if implicit_priority(version, _selector_view(template)) is not Match.NONE:
+                        found.add(_binding_of_template(template))
+        return sorted(found)
+
+    return to_keys
 
 
 # -- templates -> detector, binding controller, distributor --------------------------------------

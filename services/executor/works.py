@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from google.protobuf.message import Message
@@ -42,6 +42,7 @@ from flotilla.rules import preserved_labels as preserved_labels_rule
 from flotilla.rules.aggregated_status import is_directly, target_clusters
 from flotilla.rules.apportionment import webster
 from flotilla.rules.binding_builder import REPLICA_FIELDS, template_content
+from flotilla.rules.overrides import OVERRIDE_ANNOTATIONS, Overridden, OverrideError
 from flotilla.store.base import meta_of
 
 # On a Work deleted for a Directly task: the binding's new Works wait until it is gone.
@@ -197,10 +198,22 @@ def suspended(spec: work_pb2.ResourceBindingSpec, cluster: str) -> bool:
     return suspension.dispatching or cluster in suspension.dispatching_on_clusters.cluster_names
 
 
+# (cluster, manifest) -> the manifest as that cluster receives it (flotilla/rules/overrides.py,
+# fed with the executor's informers); raises OverrideError.
+Overrider = Callable[[str, dict[str, Any]], Overridden]
+
+
 def build_works(
-    binding: Binding, template: meta_pb2.Unstructured, inject_preserved_labels: bool
+    binding: Binding, template: meta_pb2.Unstructured, inject_preserved_labels: bool,
+    overrider: Overrider | None = None, failed: list[tuple[str, str]] | None = None,
 ) -> list[work_pb2.Work]:
-    """The Works the binding wants, one per target cluster, in target order."""
+    """The Works the binding wants, one per target cluster, in target order.
+
+    Each cluster's OverridePolicies and ClusterOverridePolicies apply last (after the replica
+    share, as Karmada: override rules have the highest priority), and what applied is recorded
+    on the Work. A failover's new Work is built here too, so the copy on the new cluster gets
+    that cluster's overrides. A cluster whose overrides cannot be applied gets no Work this pass
+    (its current Work, if any, is kept): it is appended to `failed` with the reason."""
     spec = binding.spec
     targets = target_clusters(spec)
     # Karmada revises replicas only once the schedule gave some cluster replicas.
@@ -213,12 +226,22 @@ def build_works(
     for cluster, replicas in targets:
         extra = injected_labels(spec, cluster) if inject_preserved_labels else {}
         body = manifest(binding, template, replicas if revise else None, completions.get(cluster), extra)
+        override_annotations: dict[str, str] = {}
+        if overrider is not None:
+            try:
+                overridden = overrider(cluster, body)
+            except OverrideError as e:
+                if failed is not None:
+                    failed.append((cluster, str(e)))
+                continue
+            body, override_annotations = overridden.manifest, overridden.annotations()
         work = work_pb2.Work(api_version=registry.WORK_API, kind=registry.WORK.kind)
         work.metadata.name = keys.work_name(meta.namespace, meta.name, template.kind)
         work.metadata.namespace = keys.execution_namespace(cluster)
         work.metadata.finalizers.append(EXECUTION_FINALIZER)
         work.metadata.labels[binding_id_label(binding)] = binding_id(binding)
         work.metadata.annotations.update(work_annotations)
+        work.metadata.annotations.update(override_annotations)
         work.spec.workload.manifests.append(codec.raw_json(body))
         work.spec.suspend_dispatching = suspended(spec, cluster)
         work.spec.preserve_resources_on_deletion = spec.preserve_resources_on_deletion
@@ -234,16 +257,22 @@ def carries(current: work_pb2.Work, desired: work_pb2.Work) -> bool:
     return (current.spec == desired.spec
             and all(meta.labels.get(k) == v for k, v in wanted.labels.items())
             and all(meta.annotations.get(k) == v for k, v in wanted.annotations.items())
+            and all(k in wanted.annotations for k in OVERRIDE_ANNOTATIONS if k in meta.annotations)
             and all(f in meta.finalizers for f in wanted.finalizers))
 
 
 def merge_work(current: work_pb2.Work, desired: work_pb2.Work) -> work_pb2.Work:
     """`current` carrying `desired`'s spec, labels and annotations; whatever others put there
-    (its own permanent id, the execution controller's annotations, status) is kept."""
+    (its own permanent id, the execution controller's annotations, status) is kept, but not
+    applied-overrides annotations `desired` no longer has."""
     merged = work_pb2.Work()
     merged.CopyFrom(current)
     merged.metadata.labels.update(desired.metadata.labels)
     merged.metadata.annotations.update(desired.metadata.annotations)
+    # Overrides no policy applies any more are no longer recorded.
+    for k in OVERRIDE_ANNOTATIONS:
+        if k not in desired.metadata.annotations:
+            merged.metadata.annotations.pop(k, None)
     for finalizer in desired.metadata.finalizers:
         if finalizer not in merged.metadata.finalizers:
             merged.metadata.finalizers.append(finalizer)
