@@ -25,6 +25,17 @@ _INTERPRETER = ("ResourceInterpreterCustomization",)
 _CLUSTER = ("Cluster",)
 
 
+# The customizations other than healthInterpretation, and what each decides in Karmada.
+_INTERPRETER_OPERATIONS = {
+    "retention": "which of a member's own changes an update keeps",
+    "replicaResource": "the replicas and per-replica requests the scheduler divides",
+    "replicaRevision": "how a member's copy is given its share of the replicas",
+    "statusReflection": "the status collected from each member",
+    "statusAggregation": "the template's status aggregated from the members'",
+    "dependencyInterpretation": "the dependencies propagated with the workload",
+}
+
+
 @dataclass(frozen=True)
 class KarmadaField:
     """A field of Karmada's API, on these kinds, at this path (Karmada's JSON spelling)."""
@@ -44,10 +55,8 @@ REFUSED: tuple[KarmadaField, ...] = (
                  "Karmada's estimator counts replicas by the models' grades; Flotilla's from the member's "
                  "resource summary only"),
     *(KarmadaField(_INTERPRETER, f"spec.customizations.{name}",
-                   f"Flotilla runs healthInterpretation scripts only; {name} is interpreted as for a kind "
-                   "without customization")
-      for name in ("retention", "replicaResource", "replicaRevision", "statusReflection", "statusAggregation",
-                   "dependencyInterpretation")),
+                   f"Karmada's script decides {effect}; Flotilla runs healthInterpretation scripts only")
+      for name, effect in _INTERPRETER_OPERATIONS.items()),
 )
 
 # Fields that change nothing Flotilla does: admitted, with a warning.
