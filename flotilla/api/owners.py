@@ -85,7 +85,7 @@ FIELDS: tuple[Field, ...] = (
     # -- spec ------------------------------------------------------------------------------
     *(Field(f"spec.{name}", EXECUTOR, (_BUILD, _MERGE), _POLICY_WHY) for name in (
         "propagateDeps", "replicaRequirements", "replicas", "placement", "schedulerName", "failover",
-        "conflictResolution", "preserveResourcesOnDeletion")),
+        "conflictResolution", "preserveResourcesOnDeletion", "schedulePriority")),
     Field("spec.resource", EXECUTOR, (_BUILD, _MERGE, "services.executor.dependencies.attach"),
           "the template it binds (the dependencies distributor's attached bindings: the dependent)"),
     Field("spec.suspension", EXECUTOR, (_BUILD, _MERGE),
@@ -108,7 +108,7 @@ FIELDS: tuple[Field, ...] = (
     Field("spec.activeEvictionHistory", EVICTION, (_APP_EVICT,),
           "application failover's blockPredecessorSeconds"),
     *(Field(f"spec.{name}", USER, (), "a user's document; no service writes it") for name in (
-        "components", "rescheduleTriggeredAt", "schedulePriority", "workloadAffinityGroups")),
+        "components", "rescheduleTriggeredAt", "workloadAffinityGroups")),
     # -- status ----------------------------------------------------------------------------
     Field("status.schedulerObservedGeneration", SCHEDULER, (_SCHEDULE, _OBSERVE),
           "which generation the scheduler has decided" + _TASK_DROP_WHY, (_TASK_DROP_OBSERVED,)),

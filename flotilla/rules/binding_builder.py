@@ -16,7 +16,10 @@ What a binding carries:
   preserveResourcesOnDeletion copied from the policy;
 - the policy's permanent-id label and name annotations, which is how the scheduler knows a
   policy claimed the binding;
-- the binding-controller finalizer and a controller owner reference to the template.
+- the binding-controller finalizer and a controller owner reference to the template;
+- `spec.schedulePriority.priority` when the policy sets `schedulePriority`: the `value` of the
+  PriorityClass it names, which the caller reads (`priority_class_value`) and passes in; this
+  module reads nothing.
 
 Kubernetes' API server would default a missing `replicas`/`parallelism` to 1 before Karmada
 ever reads it; templates reach Flotilla undefaulted, so 1 is applied here.
@@ -133,8 +136,23 @@ def resource_request(pod_spec: Mapping[str, Any]) -> dict[str, str]:
     return result
 
 
-def build_binding(template: meta_pb2.Unstructured, policy: Policy) -> Binding:
-    """The binding the detector makes for `template` claimed by `policy` (spec.clusters empty)."""
+# Where schedulePriority's KubePriorityClass lives: the only priorityClassSource Karmada implements
+# (PodPriorityClass and FederatedPriorityClass fail in its detector; the webhook refuses them here).
+PRIORITY_CLASS_API = ("scheduling.k8s.io/v1", "PriorityClass")
+
+
+def priority_class_value(priority_class: meta_pb2.Unstructured) -> int:
+    """A `scheduling.k8s.io/v1` PriorityClass's `value` (top level, beside metadata), 0 when
+    it has none: the Kubernetes API server requires it, but templates reach Flotilla unchecked."""
+    return _int(template_content(priority_class).get("value"), default=0)
+
+
+def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int | None = None) -> Binding:
+    """The binding the detector makes for `template` claimed by `policy` (spec.clusters empty).
+
+    `priority` is the value of the PriorityClass the policy's `schedulePriority` names (Karmada's
+    detector resolves it while it builds the binding); without `schedulePriority` it is ignored
+    and the binding has none, which the scheduler's queue takes as 0."""
     rt = registry.for_kind(template.api_version, template.kind)
     if rt.namespaced:
         binding: Binding = work_pb2.ResourceBinding(api_version=registry.BINDING_API, kind="ResourceBinding")
@@ -168,6 +186,8 @@ def build_binding(template: meta_pb2.Unstructured, policy: Policy) -> Binding:
         spec.suspension.dispatching = source.suspension.dispatching
         if source.suspension.HasField("dispatching_on_clusters"):
             spec.suspension.dispatching_on_clusters.CopyFrom(source.suspension.dispatching_on_clusters)
+    if source.HasField("schedule_priority") and priority is not None:
+        spec.schedule_priority.priority = priority
     replicas, requirements = replicas_and_requirements(template)
     spec.replicas = replicas
     if requirements is not None:

@@ -10,6 +10,21 @@ detector also runs, are services/executor/dependency_distributor.py and policy_f
   otherwise keeps it, as Karmada does (it keeps running where it was; nothing reschedules it).
   A template that is gone takes its binding with it; a binding left by an earlier template of
   the same name (another UID) is deleted first and made anew. Templates are never written.
+
+`schedulePriority` (priorityClassSource KubePriorityClass) is resolved here, as Karmada's
+  detector does: the binding's `spec.schedulePriority.priority` is the `value` of the
+  `scheduling.k8s.io/v1` PriorityClass the policy names (a resource template like any other).
+  A PriorityClass that does not exist is Karmada's "Apply policy failed": a Warning event on the
+  template, the binding neither made nor changed, retried with backoff until it appears.
+  Like Karmada, a PriorityClass's later change reaches a binding only with its next policy or
+  template change.
+
+`activationPreference: Lazy`: a Lazy policy is applied only when the template changed since
+  the detector last looked at it, never because only the policy (or the binding) did — Karmada
+  marks the keys a Lazy policy's change enqueues and skips them; here the reconciler remembers
+  each template's specification (`specification`) instead, so the rule holds whatever brought
+  the key. As in Karmada (whose informers' initial list enqueues every template unmarked), the
+  first look after the executor starts counts as a change.
 """
 
 from __future__ import annotations
@@ -27,7 +42,7 @@ from flotilla.api.bindings import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, Bi
 from flotilla.api.keys import split_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, policy_pb2
-from flotilla.rules.binding_builder import build_binding
+from flotilla.rules.binding_builder import PRIORITY_CLASS_API, build_binding, priority_class_value
 from flotilla.runtime.controller import Result
 from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
@@ -47,8 +62,26 @@ P = TypeVar("P", bound=policy_match.Policy)
 # The spec fields a policy decides (Karmada's detector updates exactly these on an existing binding).
 POLICY_OWNED_SPEC_FIELDS = (
     "resource", "replica_requirements", "replicas", "propagate_deps", "scheduler_name", "placement",
-    "failover", "conflict_resolution", "preserve_resources_on_deletion",
+    "failover", "conflict_resolution", "preserve_resources_on_deletion", "schedule_priority",
 )
+
+
+LAZY = "Lazy"
+
+
+class PriorityClassNotFound(Exception):
+    """The PriorityClass a policy's schedulePriority names does not exist (retried with backoff)."""
+
+
+Specification = tuple[str, int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], bool]
+
+
+def specification(template: meta_pb2.Unstructured) -> Specification:
+    """What Karmada's SpecificationChanged compares, compactly: the store raises a template's
+    generation whenever its content other than status changes (routing.specification_changed)."""
+    meta = template.metadata
+    return (meta.uid, meta.generation, tuple(sorted(meta.labels.items())), tuple(sorted(meta.annotations.items())),
+            meta.HasField("deletion_timestamp"))
 
 
 def _candidates(policies: Informer[P], index_keys: list[str]) -> list[P]:
@@ -196,6 +229,10 @@ class TemplateReconciler:
         # starts them (controllers.py); what is missing or not yet synced is read from etcd.
         self.templates = templates if templates is not None else {}
         self.bindings = bindings if bindings is not None else {}
+        # Template key -> its specification when last decided on, and the one being decided on
+        # (kept only once the decision is made: one that failed is made again as a change).
+        self._seen: dict[str, Specification] = {}
+        self._looking: dict[str, Specification] = {}
 
     async def reconcile(self, key: str) -> Result | None:
         api_version, kind, namespace, name = parse_template_key(key)
@@ -209,11 +246,18 @@ class TemplateReconciler:
             return None
         # From the informers first; a decision made on a copy that has changed since fails its
         # compare-and-swap, and is made again on what etcd holds.
+        self._looking.pop(key, None)  # left by a pass that failed
         for fresh in (False, True):
             try:
-                return await self._decide(key, rt, kind, namespace, name, fresh)
+                result = await self._decide(key, rt, kind, namespace, name, fresh)
             except (Conflict, AlreadyExists):
                 continue
+            seen = self._looking.pop(key, None)
+            if seen is None:
+                self._seen.pop(key, None)
+            else:
+                self._seen[key] = seen
+            return result
         # Someone keeps writing the binding: decide again on what is there next time.
         return Result(requeue_after=0)
 
@@ -242,6 +286,8 @@ class TemplateReconciler:
             return None
         if template is None or gone or (binding is not None and works.is_deleting(binding)):
             return None
+        self._looking[key] = spec = specification(template)
+        template_changed = self._seen.get(key) != spec
         if policy_match.namespace_skipped(namespace, self.config.skipped_namespaces):
             return None
         claim = policy_match.claim_of(binding.metadata) if binding is not None else None
@@ -255,14 +301,40 @@ class TemplateReconciler:
                 await self.store.update(unclaimed(binding), original=binding)
                 log.info("event=unclaim-binding template=%s binding=%s policy=%s", key, binding_name, claim.key)
             return None
-        written = await self._apply(template, policy, binding, binding_rt)
+        if policy.spec.activation_preference == LAZY and not template_changed:
+            log.info("event=skip-template template=%s reason=LazyActivation policy=%s", key, policy_key(policy))
+            return None
+        priority = await self._schedule_priority(template, policy, fresh)
+        written = await self._apply(template, policy, binding, binding_rt, priority)
         if written and self.events is not None:
             await self.events.normal(template, "ApplyPolicySucceed", f"Apply policy({_describe(policy)}) succeed")
         return None
 
+    async def _schedule_priority(self, template: meta_pb2.Unstructured, policy: policy_match.Policy,
+                                 fresh: bool) -> int | None:
+        """The value of the PriorityClass the policy's schedulePriority names; None without one.
+
+        Raises PriorityClassNotFound (after a Warning event, as Karmada's ApplyPolicyFailed) when
+        it does not exist: Karmada neither makes nor updates the binding then, and neither do we."""
+        if not policy.spec.HasField("schedule_priority"):
+            return None
+        name = policy.spec.schedule_priority.priority_class_name
+        rt = registry.for_kind(*PRIORITY_CLASS_API)
+        priority_class = await cached_read.read(self.store, self.templates.get(rt.resource), rt, "", name, fresh)
+        if priority_class is None and not fresh:
+            # An informer may lag a PriorityClass applied just before its policy: ask etcd.
+            priority_class = await self.store.try_get(rt, "", name)
+        if priority_class is None:
+            message = f'priorityclasses.scheduling.k8s.io "{name}" not found'
+            if self.events is not None:
+                await self.events.warning(template, "ApplyPolicyFailed",
+                                          f"Apply policy({_describe(policy)}) failed: {message}")
+            raise PriorityClassNotFound(message)
+        return priority_class_value(priority_class)
+
     async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
-                     binding_rt: ResourceType[Binding]) -> bool:
-        desired = build_binding(template, policy)
+                     binding_rt: ResourceType[Binding], priority: int | None) -> bool:
+        desired = build_binding(template, policy, priority)
         label = kind_named(binding_rt.kind).permanent_id_label
         key = template_key_of(template)
         if binding is None:
