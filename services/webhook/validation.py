@@ -13,10 +13,17 @@ from google.protobuf.message import Message
 
 from flotilla.api import registry
 from flotilla.api.codec import FieldError
+from flotilla.api.v1.apps_pb2 import WorkloadRebalancer
 from flotilla.api.v1.cluster_pb2 import Cluster
 from flotilla.api.v1.config_pb2 import ResourceInterpreterCustomization
 from flotilla.api.v1.meta_pb2 import Unstructured
-from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, ClusterTaintPolicy, PropagationPolicy
+from flotilla.api.v1.policy_pb2 import (
+    ClusterOverridePolicy,
+    ClusterPropagationPolicy,
+    ClusterTaintPolicy,
+    OverridePolicy,
+    PropagationPolicy,
+)
 from flotilla.store.base import meta_of
 from services.webhook.defaulting import AdmissionConfig
 from services.webhook.rules.bounds import seconds_out_of_bounds
@@ -26,7 +33,9 @@ from services.webhook.rules.karmada_fields import unsupported_fields
 from services.webhook.rules.kinds import selector_kind_problems, template_kind_problems
 from services.webhook.rules.metadata import NameRule, validate_metadata
 from services.webhook.rules.names import dns1123_subdomain
+from services.webhook.rules.override import validate_override_policy
 from services.webhook.rules.propagation import validate_policy
+from services.webhook.rules.rebalancer import validate_workload_rebalancer
 from services.webhook.rules.taint_policy import validate_cluster_taint_policy
 from services.webhook.rules.template import validate_template
 
@@ -40,6 +49,9 @@ _VALIDATORS: dict[type[Message], Validator] = {
         obj, config.allow_no_execute_taint_policy
     ),
     ResourceInterpreterCustomization: lambda obj, old, config: validate_interpreter_customization(obj),
+    WorkloadRebalancer: lambda obj, old, config: validate_workload_rebalancer(obj),
+    OverridePolicy: lambda obj, old, config: validate_override_policy(obj),
+    ClusterOverridePolicy: lambda obj, old, config: validate_override_policy(obj),
 }
 
 # The es-namespace `karmada-es-<cluster>` is made from a Cluster's name.
