@@ -116,13 +116,22 @@ class Admission:
     async def delete(self, api_version: str, kind: str, namespace: str, name: str,
                      resource_version: str = "") -> tuple[str, Message]:
         """The result, and the object as it was (for the Event that records who deleted it)."""
-        rt = registry.for_kind(api_version, kind)
+        rt = deletable_type(api_version, kind)
         if rt.namespaced and not namespace:
             namespace = "default"
         namespace = namespace if rt.namespaced else ""
         current = await self.store.get(rt, namespace, name)
         remaining = await self.store.delete(rt, namespace, name, resource_version or None)
         return (DELETED if remaining is None else TERMINATING), current
+
+
+def deletable_type(api_version: str, kind: str) -> registry.ResourceType[Any]:
+    """The type a delete names. A karmada.io kind that is no longer taken for a template (issue
+    36) may still be stored as one from before: it can be deleted, though never written again."""
+    try:
+        return registry.for_kind(api_version, kind)
+    except registry.UnsupportedKindError:
+        return registry.template_type(api_version, kind)
 
 
 def decode(doc: Any) -> Review:

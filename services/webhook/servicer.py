@@ -28,7 +28,16 @@ from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.events import EventRecorder
 from services.rpc import abort
-from services.webhook.admission import DELETE, UNCHANGED, Admission, Authorize, Forbidden, Outcome, Review
+from services.webhook.admission import (
+    DELETE,
+    UNCHANGED,
+    Admission,
+    Authorize,
+    Forbidden,
+    Outcome,
+    Review,
+    deletable_type,
+)
 from services.webhook.authorization import request_for
 from services.webhook.callers import ANONYMOUS, Gate
 from services.webhook.metrics import WEBHOOK_REQUESTS
@@ -192,7 +201,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
                      ) -> webhook_pb2.DeleteResponse:
         user = await self._caller(context)
         try:
-            rt = registry.for_kind(request.api_version, request.kind)
+            rt = deletable_type(request.api_version, request.kind)
         except registry.UnknownResourceError as e:
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
         namespace = (request.namespace or "default") if rt.namespaced else ""

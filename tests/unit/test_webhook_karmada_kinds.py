@@ -8,11 +8,11 @@ from typing import Any, cast
 import pytest
 
 from flotilla.aio.clock import RealClock
-from flotilla.api import registry
+from flotilla.api import keys, registry
 from flotilla.api.v1 import meta_pb2
 from flotilla.store import MemoryStore
 from services.executor.detector import TemplateReconciler, template_key
-from services.webhook.admission import decode
+from services.webhook.admission import DELETED, Admission, decode
 from tests.admission_cases import DIVIDED, admit, parse_document
 
 NOT_BUILT = [
@@ -92,3 +92,17 @@ async def test_the_detector_never_binds_a_karmada_kind() -> None:
     detector = TemplateReconciler(store, RealClock(), no_informer, no_informer)
     for api_version, kind in [("apps.karmada.io/v1alpha1", "WorkloadRebalancer"), *NOT_BUILT, *ALLOWED]:
         assert await detector.reconcile(template_key(api_version, kind, "default", "r")) is None
+
+
+async def test_a_karmada_kind_stored_before_it_was_refused_can_still_be_deleted() -> None:
+    """Never written again, but not stuck: `flotillactl delete -f` of what was applied before."""
+    store = MemoryStore()
+    quota = meta_pb2.Unstructured(api_version="policy.karmada.io/v1alpha1", kind="FederatedResourceQuota",
+                                  content=b'{"spec": {}}')
+    quota.metadata.name, quota.metadata.namespace, quota.metadata.resource_version = "q", "default", "1"
+    key = keys.etcd_key("federatedresourcequotas.policy.karmada.io", "default", "q")
+    assert isinstance(await store.kv_create(key, quota.SerializeToString(), None), int)
+    result, deleted = await Admission(store, RealClock()).delete(
+        "policy.karmada.io/v1alpha1", "FederatedResourceQuota", "default", "q")
+    assert result == DELETED and isinstance(deleted, meta_pb2.Unstructured) and deleted.metadata.name == "q"
+    assert await store.kv_get(key) is None
