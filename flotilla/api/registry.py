@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from google.protobuf.message import Message
 
 from flotilla.api.v1 import (
+    apps_pb2,
     cluster_pb2,
     config_pb2,
     coordination_pb2,
@@ -78,6 +79,7 @@ POLICY_API = "policy.karmada.io/v1alpha1"
 WORK_API = "work.karmada.io/v1alpha1"
 BINDING_API = "work.karmada.io/v1alpha2"
 CONFIG_API = "config.karmada.io/v1alpha1"
+APPS_API = "apps.karmada.io/v1alpha1"
 COORDINATION_API = "coordination.k8s.io/v1"
 CORE_API = "v1"
 
@@ -123,6 +125,9 @@ RESOURCE_INTERPRETER_CUSTOMIZATION: ResourceType[config_pb2.ResourceInterpreterC
     False,
     config_pb2.ResourceInterpreterCustomization,
 )
+WORKLOAD_REBALANCER: ResourceType[apps_pb2.WorkloadRebalancer] = ResourceType(
+    "WorkloadRebalancer", APPS_API, "workloadrebalancers", False, apps_pb2.WorkloadRebalancer
+)
 LEASE: ResourceType[coordination_pb2.Lease] = ResourceType(
     "Lease", COORDINATION_API, "leases", True, coordination_pb2.Lease
 )
@@ -139,6 +144,7 @@ BUILTINS: tuple[ResourceType[Any], ...] = (
     CLUSTER_RESOURCE_BINDING,
     WORK,
     RESOURCE_INTERPRETER_CUSTOMIZATION,
+    WORKLOAD_REBALANCER,
     LEASE,
     EVENT,
 )
@@ -284,7 +290,6 @@ KARMADA_GROUP = "karmada.io"
 KARMADA_KINDS_BEING_BUILT: frozenset[tuple[str, str]] = frozenset({
     ("policy.karmada.io", "OverridePolicy"),
     ("policy.karmada.io", "ClusterOverridePolicy"),
-    ("apps.karmada.io", "WorkloadRebalancer"),
 })
 
 
