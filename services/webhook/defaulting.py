@@ -14,9 +14,10 @@ from typing import Any
 from google.protobuf.message import Message
 
 from flotilla.api.v1.cluster_pb2 import Cluster
-from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, PropagationPolicy
+from flotilla.api.v1.policy_pb2 import ClusterPropagationPolicy, OverridePolicy, PropagationPolicy
 from services.webhook.rules.cluster import default_cluster
 from services.webhook.rules.propagation import default_policy
+from services.webhook.rules.selectors import default_selector_namespaces
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,16 @@ def _policy(
     default_policy(obj, old, config.default_not_ready_toleration_seconds, config.default_unreachable_toleration_seconds)
 
 
+def _override_policy(obj: OverridePolicy, old: OverridePolicy | None, config: AdmissionConfig, now: datetime) -> None:
+    # Karmada's mutating webhook: an OverridePolicy's selectors are of its own namespace.
+    default_selector_namespaces(obj.spec.resource_selectors, obj.metadata.namespace)
+
+
 _DEFAULTERS: dict[type[Message], Defaulter] = {
     Cluster: _cluster,
     PropagationPolicy: _policy,
     ClusterPropagationPolicy: _policy,
+    OverridePolicy: _override_policy,
 }
 
 

@@ -4,12 +4,13 @@ refusal names its field, as Karmada's webhook and CRD schema refuse it."""
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from flotilla.api import codec
-from services.webhook.defaulting import AdmissionConfig
+from services.webhook.defaulting import AdmissionConfig, default_object
 from services.webhook.validation import validate_object
 
 BASE: dict[str, Any] = {
@@ -140,3 +141,10 @@ def test_unknown_overrider_field_is_refused_by_the_codec() -> None:
     doc = with_change(overriders("imageOverrider", 0, "componnet"), "Tag")
     with pytest.raises(codec.CodecError, match=r"imageOverrider\[0\]\.componnet: unknown field"):
         codec.from_dict(doc)
+
+
+def test_override_policy_selectors_default_to_its_namespace() -> None:
+    """Karmada's mutating webhook for OverridePolicy."""
+    policy = codec.from_dict(BASE)
+    default_object(policy, None, AdmissionConfig(), datetime.now(UTC))
+    assert [s.namespace for s in policy.spec.resource_selectors] == ["default"]  # type: ignore[attr-defined]
