@@ -20,11 +20,18 @@ def _cluster_policy() -> dict[str, Any]:
     return doc
 
 
+_RESOURCE = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "nginx"}
 BASES: dict[str, dict[str, Any]] = {
     "PropagationPolicy": parse_document(DIVIDED),
     "ClusterPropagationPolicy": _cluster_policy(),
     "Cluster": parse_document(CLUSTER),
     "ResourceInterpreterCustomization": parse_document(HEALTH_INTERPRETER),
+    # Bindings are the detector's; a user may write one, as in Karmada.
+    "ResourceBinding": {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+                        "metadata": {"name": "nginx-deployment", "namespace": "default"},
+                        "spec": {"resource": _RESOURCE}},
+    "ClusterResourceBinding": {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ClusterResourceBinding",
+                               "metadata": {"name": "nginx-deployment"}, "spec": {"resource": _RESOURCE}},
 }
 # A value Karmada accepts at each path of the tables (the customizations: any script that compiles).
 SAMPLES: dict[str, Any] = {
@@ -33,6 +40,7 @@ SAMPLES: dict[str, Any] = {
     "spec.resourceModels": [{"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"}]}],
     "spec.association": True,
     "spec.impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "member1-impersonator"},
+    "spec.workloadAffinityGroups": {"affinityGroup": "app"},
 }
 _SCRIPT = {"luaScript": "function Interpret(observedObj)\n  return observedObj\nend\n"}
 

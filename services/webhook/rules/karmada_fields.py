@@ -23,6 +23,7 @@ UNSUPPORTED = "not supported by Flotilla"
 _POLICIES = ("PropagationPolicy", "ClusterPropagationPolicy")
 _INTERPRETER = ("ResourceInterpreterCustomization",)
 _CLUSTER = ("Cluster",)
+_BINDINGS = ("ResourceBinding", "ClusterResourceBinding")
 
 
 # The customizations other than healthInterpretation, and what each decides in Karmada.
@@ -54,6 +55,9 @@ REFUSED: tuple[KarmadaField, ...] = (
     KarmadaField(_CLUSTER, "spec.resourceModels",
                  "Karmada's estimator counts replicas by the models' grades; Flotilla's from the member's "
                  "resource summary only"),
+    KarmadaField(_BINDINGS, "spec.workloadAffinityGroups",
+                 "Karmada's scheduler places the binding with (or apart from) its group; Flotilla's does not "
+                 "read it"),
     *(KarmadaField(_INTERPRETER, f"spec.customizations.{name}",
                    f"Karmada's script decides {effect}; Flotilla runs healthInterpretation scripts only")
       for name, effect in _INTERPRETER_OPERATIONS.items()),
