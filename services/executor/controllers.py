@@ -57,6 +57,7 @@ from services.executor.execution import ExecutionReconciler
 from services.executor.metrics import count_interpreter_call
 from services.executor.overrides import informer_overrider
 from services.executor.policy_finalizers import PolicyFinalizerReconciler
+from services.executor.rebalancer import add_rebalancer
 from services.executor.routing import RB
 from services.executor.template_informers import TemplateInformerSweep
 from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconciler, member_objects_of
@@ -132,6 +133,10 @@ class ExecutorControllers:
                       self.binding_controller, predicate=routing.override_policy_changed)
         manager.watch(self.cluster_override_policies, routing.bindings_of_overridden(self.templates),
                       self.binding_controller, predicate=routing.override_policy_changed)
+        # A Cluster's labels or fields changing may change which override rules target it.
+        manager.watch(self.clusters, routing.bindings_in_cluster(self.works), self.binding_controller,
+                      predicate=lambda event: routing.cluster_selection_changed(event) and bool(
+                          self.override_policies.keys() or self.cluster_override_policies.keys()))
         for kind, informer in self.bindings.items():
             manager.on_event(informer, self._watch_kind_of_binding, predicate=routing.came_or_went)
             manager.watch(informer, routing.template_of_binding, self.detector,
@@ -150,6 +155,8 @@ class ExecutorControllers:
         manager.watch(self.works, routing.binding_of_work, self.binding_controller,
                       predicate=lambda event: not own_writes.echo(event) and routing.work_spec_changed(event))
         manager.watch(self.works, routing.binding_of_work, self.binding_status, predicate=routing.work_status_changed)
+        # WorkloadRebalancer: a manual reschedule of the workloads it names (rebalancer.py).
+        self.rebalancers = add_rebalancer(manager, store, clock)
 
     def _route_policies(self, policies: Informer[P]) -> None:
         manager = self.manager

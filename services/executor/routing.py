@@ -194,6 +194,28 @@ def bindings_of_overridden(templates: Mapping[str, Informer[meta_pb2.Unstructure
     return to_keys
 
 
+def _selectable(cluster: cluster_pb2.Cluster) -> tuple[Any, ...]:
+    spec = cluster.spec
+    return dict(cluster.metadata.labels), spec.provider, spec.region, spec.zone, list(spec.zones)
+
+
+def cluster_selection_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    """What a `targetCluster` reads of a Cluster (labels, provider, region, zones) changed."""
+    return event.type is EventType.MODIFIED and _selectable(_old(event)) != _selectable(event.obj)
+
+
+def bindings_in_cluster(works_informer: Informer[work_pb2.Work]) -> ToKeys[cluster_pb2.Cluster]:
+    """Binding-controller keys of the bindings with a Work in the cluster: their override rules
+    are matched against the cluster as it is now."""
+
+    def to_keys(event: WatchEvent[cluster_pb2.Cluster]) -> Iterable[str]:
+        namespace = execution_namespace(event.obj.metadata.name)
+        return sorted({ref for w in works_informer.list()
+                       if w.metadata.namespace == namespace and (ref := binding_ref_of_work(w)) is not None})
+
+    return to_keys
+
+
 # -- templates -> detector, binding controller, distributor --------------------------------------
 
 def template_spec_changed(event: WatchEvent[meta_pb2.Unstructured]) -> bool:

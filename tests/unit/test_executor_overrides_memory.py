@@ -100,6 +100,15 @@ async def test_each_cluster_its_overrides_edits_rewrite_and_failover_gets_the_ne
         w3 = work_in(works_, "member3")
         assert w3 is not None and manifest(w3)["metadata"]["annotations"]["env"] == "member2"
 
+        # member3 leaves region two: the rule no longer targets it, and its Work follows at once.
+        def relabel(cluster: Any) -> None:
+            cluster.metadata.labels["region"] = "three"
+
+        await store.mutate(registry.CLUSTER, "", "member3", relabel)
+        await works_.until(lambda: image(work_in(works_, "member3")) == "nginx")
+        w3 = work_in(works_, "member3")
+        assert w3 is not None and APPLIED_OVERRIDES_ANNOTATION not in w3.metadata.annotations
+
 
 async def test_failover_copy_runs_the_new_clusters_image(store: ObjectStore) -> None:
     """The binding moves from member1 to member2 (what the scheduler writes after member1 fails):
