@@ -142,17 +142,21 @@ def matching_rules(policies: Iterable[OverridePolicy], manifest: dict[str, Any],
 def apply_overrides(manifest: dict[str, Any], cluster: cluster_pb2.Cluster,
                     cluster_policies: Iterable[policy_pb2.ClusterOverridePolicy],
                     policies: Iterable[policy_pb2.OverridePolicy]) -> Overridden:
-    """The manifest as `cluster` receives it (a copy; `manifest` is not changed), with what
-    applied. OverridePolicies count only in the manifest's own namespace (none for a
-    cluster-scoped object). Raises OverrideError."""
-    result = copy.deepcopy(manifest)
+    """The manifest as `cluster` receives it, with what applied: a changed copy (`manifest` is
+    never changed), or `manifest` itself when no rule applies — the common case, which every
+    Work of a failover goes through. OverridePolicies count only in the manifest's own
+    namespace (none for a cluster-scoped object). Raises OverrideError."""
     namespace = (manifest.get("metadata") or {}).get("namespace", "")
     own = [p for p in policies if namespace and p.metadata.namespace == namespace]
+    cluster_rules = matching_rules(cluster_policies, manifest, cluster)
+    rules = matching_rules(own, manifest, cluster)
+    if not cluster_rules and not rules:
+        return Overridden(manifest)
+    result = copy.deepcopy(manifest)
     done = Overridden(result)
-    for rules, applied, what in ((matching_rules(cluster_policies, manifest, cluster), done.cluster_overrides,
-                                  "ClusterOverridePolicy"),
-                                 (matching_rules(own, manifest, cluster), done.overrides, "OverridePolicy")):
-        for rule in rules:
+    for matched, applied, what in ((cluster_rules, done.cluster_overrides, "ClusterOverridePolicy"),
+                                   (rules, done.overrides, "OverridePolicy")):
+        for rule in matched:
             try:
                 apply_overriders(result, rule.overriders)
             except (ValueError, KeyError, IndexError, TypeError, yaml.YAMLError) as e:
