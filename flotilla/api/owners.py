@@ -107,8 +107,11 @@ FIELDS: tuple[Field, ...] = (
           (Writer(TAINT_MANAGER, (_EVICT,)),)),
     Field("spec.activeEvictionHistory", EVICTION, (_APP_EVICT,),
           "application failover's blockPredecessorSeconds"),
+    Field("spec.rescheduleTriggeredAt", EXECUTOR, ("services.executor.rebalancer.RebalancerReconciler._trigger",),
+          "a WorkloadRebalancer's manual reschedule: its creationTimestamp, which the scheduler reads as a "
+          "request to schedule afresh"),
     *(Field(f"spec.{name}", USER, (), "a user's document; no service writes it") for name in (
-        "components", "rescheduleTriggeredAt", "workloadAffinityGroups")),
+        "components", "workloadAffinityGroups")),
     # -- status ----------------------------------------------------------------------------
     Field("status.schedulerObservedGeneration", SCHEDULER, (_SCHEDULE, _OBSERVE),
           "which generation the scheduler has decided" + _TASK_DROP_WHY, (_TASK_DROP_OBSERVED,)),
