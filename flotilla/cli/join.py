@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -41,7 +42,7 @@ def parse_labels(text: str) -> dict[str, str]:
     return labels
 
 
-def cluster_document(args: argparse.Namespace, insecure: bool) -> dict[str, Any]:
+def cluster_document(args: argparse.Namespace, insecure: bool, proxy_url: str = "") -> dict[str, Any]:
     spec: dict[str, Any] = {
         "apiEndpoint": args.server,
         "syncMode": args.mode,
@@ -49,6 +50,8 @@ def cluster_document(args: argparse.Namespace, insecure: bool) -> dict[str, Any]
     }
     if insecure:
         spec["insecureSkipTLSVerification"] = True
+    if proxy_url:
+        spec["proxyURL"] = proxy_url
     for field in ("provider", "region", "zone"):
         if getattr(args, field):
             spec[field] = getattr(args, field)
@@ -65,7 +68,10 @@ async def join_cluster(store: StoreBase, args: argparse.Namespace, rejoin: bool 
     except (OSError, ValueError) as e:
         raise UserError(f"kubeconfig {args.kubeconfig}: {e}") from e
     args.server = credentials.server
-    cluster = cluster_document(args, credentials.insecure_skip_tls_verify)
+    # --proxy-url, else the kubeconfig cluster's proxy-url: the member is reached through it from here on.
+    proxy_url = getattr(args, "proxy_url", "") or credentials.proxy_url
+    credentials = dataclasses.replace(credentials, proxy_url=proxy_url)
+    cluster = cluster_document(args, credentials.insecure_skip_tls_verify, proxy_url)
     if not rejoin and await store.try_get(registry.CLUSTER, "", args.name) is not None:
         raise UserError(f'cluster "{args.name}" is already joined')
     cluster_id = await member_cluster_id(credentials)
@@ -123,7 +129,7 @@ async def refuse_second_join(store: StoreBase, name: str, cluster_id: str) -> No
 
 def join_args(name: str, kubeconfig: str, mode: str = "Push", **extra: str) -> argparse.Namespace:
     """The arguments `join` takes, for callers that join clusters without a command line."""
-    values = {"context": None, "labels": "", "provider": "", "region": "", "zone": "", **extra}
+    values = {"context": None, "labels": "", "provider": "", "region": "", "zone": "", "proxy_url": "", **extra}
     return argparse.Namespace(name=name, kubeconfig=kubeconfig, mode=mode, **values)
 
 
@@ -171,6 +177,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--provider", default="")
     p.add_argument("--region", default="")
     p.add_argument("--zone", default="")
+    p.add_argument("--proxy-url", default="",
+                   help="http(s) proxy every request to the member goes through (Cluster spec.proxyURL; "
+                        "default: the kubeconfig cluster's proxy-url)")
     p.set_defaults(run=cmd_join)
     p = sub.add_parser("unjoin", help="remove a member cluster once its works are cleaned")
     p.add_argument("name")

@@ -49,6 +49,7 @@ class Credentials:
 def load_kubeconfig(path: str | Path, context: str | None = None) -> Credentials:
     """Credentials of `context` (default: current-context) in the kubeconfig at `path`.
 
+    A cluster's `proxy-url` (as kubectl reads it) is the proxy to reach it through.
     Token authentication only (inline `token` or `tokenFile`): client certificates, exec
     plugins and auth providers are reported as "no token". Raises ValueError naming the file
     and what is missing.
@@ -75,6 +76,7 @@ def load_kubeconfig(path: str | Path, context: str | None = None) -> Credentials
         token=_token(user, user_name, path),
         ca_data=_ca_data(cluster, cluster_name, path),
         insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify", False)),
+        proxy_url=str(cluster.get("proxy-url") or ""),
     )
 
 

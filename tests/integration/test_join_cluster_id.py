@@ -1,13 +1,16 @@
 """Issue 36: `flotillactl join` sets Cluster spec.id as Karmada's join does (the member's
 kube-system namespace uid), and refuses a second join of the same member under another name;
-the simulator's kube-system uid is stable per cluster."""
+the simulator's kube-system uid is stable per cluster. A member behind a proxy (the kubeconfig's
+proxy-url, or --proxy-url) is joined through it, with spec.proxyURL."""
 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import yaml
 
 from flotilla.api import registry
 from flotilla.api.errors import UserError
@@ -18,6 +21,7 @@ from flotilla.store.embedded import free_port
 from flotilla.store.memory import MemoryStore
 from sim.state import cluster_uid
 from tests.factories import make_cluster
+from tests.integration.test_member_proxy import ConnectProxy
 
 if TYPE_CHECKING:
     from tests.sim_fixtures import StartSim
@@ -63,3 +67,28 @@ async def test_refuse_second_join_compares_ids_not_names(memory_store: MemorySto
     await refuse_second_join(memory_store, "west", "uid-2")
     with pytest.raises(UserError, match=r'"west": this member \(id uid-1\) is already joined as cluster "east"'):
         await refuse_second_join(memory_store, "west", "uid-1")
+
+
+async def test_a_member_behind_a_proxy_joins_through_it(
+        store: Store, webhook: subprocess.Popen[bytes], start_sim: StartSim, tmp_path: Path) -> None:
+    server = await start_sim("member1")
+    real = load_kubeconfig(server.kubeconfig_path("member1"))
+    hidden = free_port()
+    proxy = ConnectProxy({f"127.0.0.1:{hidden}": ("127.0.0.1", int(real.server.rsplit(":", 1)[1]))})
+    await proxy.start()
+    try:
+        # kubectl's proxy-url in the kubeconfig, as a member behind a proxy has it.
+        config = yaml.safe_load(server.kubeconfig_path("member1").read_text())
+        config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{hidden}"
+        config["clusters"][0]["cluster"]["proxy-url"] = proxy.url
+        kubeconfig = tmp_path / "behind-proxy.yaml"
+        kubeconfig.write_text(yaml.safe_dump(config))
+        assert load_kubeconfig(kubeconfig).proxy_url == proxy.url
+
+        await join_cluster(store, join_args("member1", str(kubeconfig)))
+        joined = await store.get(registry.CLUSTER, "", "member1")
+        assert joined.spec.proxy_url == proxy.url
+        assert joined.spec.id == cluster_uid("member1"), "the id was read through the proxy"
+        assert proxy.seen and all(target == f"CONNECT 127.0.0.1:{hidden}" for target, _ in proxy.seen)
+    finally:
+        await proxy.stop()
