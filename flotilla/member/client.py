@@ -414,7 +414,8 @@ def proxy_options(credentials: Credentials) -> dict[str, Any]:
     """The keyword arguments of an aiohttp request that send it through the member's proxy
     (Cluster spec.proxyURL, with spec.proxyHeader sent to the proxy: in the CONNECT that opens a
     tunnel to an https:// member, on the request itself to an http:// one); none without one.
-    An https:// proxy is reached over TLS verified against the system's trust store."""
+    An https:// proxy's certificate is checked as the member's is (the member's CA, or the system's
+    trust store without one), as client-go checks it."""
     if not credentials.proxy_url:
         return {}
     options: dict[str, Any] = {"proxy": credentials.proxy_url}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -44,6 +45,7 @@ class ConnectProxy:
     target and headers. Anything but CONNECT is answered 405."""
 
     routes: dict[str, tuple[str, int]]
+    tls: ssl.SSLContext | None = None  # an https:// proxy
     seen: list[tuple[str, dict[str, list[str]]]] = field(default_factory=list)
     port: int = 0
     _server: asyncio.Server | None = None
@@ -51,10 +53,10 @@ class ConnectProxy:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
@@ -105,14 +107,19 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
-@pytest.fixture
-async def proxied(start_sim: StartSim) -> AsyncIterator[tuple[ConnectProxy, Credentials, str]]:
-    """(the proxy, the member's kubeconfig credentials, an apiEndpoint only the proxy reaches)."""
+@pytest.fixture(params=["http", "https"])
+async def proxied(start_sim: StartSim, request: pytest.FixtureRequest
+                  ) -> AsyncIterator[tuple[ConnectProxy, Credentials, str]]:
+    """(the proxy, the member's kubeconfig credentials, an apiEndpoint only the proxy reaches).
+    An https:// proxy's certificate is checked as the member's is (its CA), as client-go checks
+    it: here the simulator's CA signs both."""
     server = await start_sim("member1")
     credentials = load_kubeconfig(server.kubeconfig_path("member1"))
     real_port = int(credentials.server.rsplit(":", 1)[1])
     hidden = free_port()  # nothing listens here: only the proxy knows where it leads
-    proxy = ConnectProxy({f"127.0.0.1:{hidden}": ("127.0.0.1", real_port)})
+    assert server.tls is not None
+    tls = server.tls.server_context() if request.param == "https" else None
+    proxy = ConnectProxy({f"127.0.0.1:{hidden}": ("127.0.0.1", real_port)}, tls)
     await proxy.start()
     yield proxy, credentials, f"https://127.0.0.1:{hidden}"
     await proxy.stop()
