@@ -198,3 +198,10 @@ def test_only_creation_and_spec_changes_start_a_pass() -> None:
     assert not spec_changed(WatchEvent(EventType.MODIFIED, status_only, r))
     assert spec_changed(WatchEvent(EventType.MODIFIED, edited, r))
     assert not spec_changed(WatchEvent(EventType.DELETED, r, None))
+
+
+def test_the_executor_runs_the_rebalancer(memory_store: MemoryStore) -> None:
+    from services.executor.controllers import ExecutorControllers
+
+    executor = ExecutorControllers(memory_store, FakeClock())
+    assert "workload-rebalancer" in [c.name for c in executor.manager.controllers]
