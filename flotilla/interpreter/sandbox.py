@@ -166,6 +166,44 @@ for _, name in ipairs({
 end
 local libraries = {string = string, table = table, math = math}
 
+-- Karmada's `kube` module (require("kube")), which its own customizations use (FlinkDeployment's
+-- GetReplicas compares memory quantities with it). getResourceQuantity is Kubernetes'
+-- Quantity.AsApproximateFloat64: "2Gi" -> 2147483648, "500m" -> 0.5; a number is itself.
+local quantity_suffixes = {
+  [""] = 1, n = 1e-9, u = 1e-6, m = 1e-3, k = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15, E = 1e18,
+  Ki = 2^10, Mi = 2^20, Gi = 2^30, Ti = 2^40, Pi = 2^50, Ei = 2^60,
+}
+local match, tonumber = string.match, tonumber
+local function get_resource_quantity(value)
+  if type(value) == "number" then
+    return value
+  end
+  if type(value) ~= "string" then
+    error("getResourceQuantity: a quantity is a string or a number, not a " .. type(value), 2)
+  end
+  local number, suffix = match(value, "^([+-]?[0-9]*%.?[0-9]*)(.*)$")
+  local amount = number and tonumber(number)
+  local scale = quantity_suffixes[suffix or ""]
+  if scale == nil and suffix ~= nil then
+    local exponent = match(suffix, "^[eE]([+-]?[0-9]+)$")
+    scale = exponent and 10 ^ tonumber(exponent)
+  end
+  if amount == nil or scale == nil then
+    error("getResourceQuantity: quantities must match the regular expression " ..
+          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got " .. value, 2)
+  end
+  return amount * scale
+end
+-- A fresh table per require, so nothing a script sets in it reaches the next call.
+local modules = {kube = function() return {getResourceQuantity = get_resource_quantity} end}
+template.require = function(name)
+  local module = modules[name]
+  if module == nil then
+    error("require is not available to resource interpreter scripts, but for require(\"kube\")", 2)
+  end
+  return module()
+end
+
 local function copy(t)
   local c = {}
   for k, v in pairs(t) do

@@ -67,6 +67,19 @@ def template_content(template: meta_pb2.Unstructured) -> dict[str, Any]:
     return content if isinstance(content, dict) else {}
 
 
+def has_native_replicas(api_version: str, kind: str) -> bool:
+    """Whether Karmada's native interpreter knows the kind's replicas (else only a script does)."""
+    return (api_version, kind) in REPLICA_FIELDS or (api_version, kind) == ("v1", "Pod")
+
+
+def template_object(template: meta_pb2.Unstructured) -> dict[str, Any]:
+    """The template as the JSON object a Lua interpreter script receives (apiVersion, kind,
+    metadata and the content)."""
+    metadata = codec.to_dict(template.metadata)
+    return {**template_content(template), "apiVersion": template.api_version, "kind": template.kind,
+            "metadata": metadata}
+
+
 def replicas_and_requirements(template: meta_pb2.Unstructured) -> tuple[int, work_pb2.ReplicaRequirements | None]:
     """Karmada's native GetReplicas: the replica count and what one replica needs.
 
@@ -147,12 +160,16 @@ def priority_class_value(priority_class: meta_pb2.Unstructured) -> int:
     return _int(template_content(priority_class).get("value"), default=0)
 
 
-def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int | None = None) -> Binding:
+def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int | None = None,
+                  replicas: tuple[int, work_pb2.ReplicaRequirements | None] | None = None) -> Binding:
     """The binding the detector makes for `template` claimed by `policy` (spec.clusters empty).
 
     `priority` is the value of the PriorityClass the policy's `schedulePriority` names (Karmada's
     detector resolves it while it builds the binding); without `schedulePriority` it is ignored
-    and the binding has none, which the scheduler's queue takes as 0."""
+    and the binding has none, which the scheduler's queue takes as 0.
+
+    `replicas` is the kind's ResourceInterpreterCustomization answer (`GetReplicas`), which the
+    caller awaits from the interpreter pool: a script decides over the native rule, as in Karmada."""
     rt = registry.for_kind(template.api_version, template.kind)
     if rt.namespaced:
         binding: Binding = work_pb2.ResourceBinding(api_version=registry.BINDING_API, kind="ResourceBinding")
@@ -188,8 +205,8 @@ def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int
             spec.suspension.dispatching_on_clusters.CopyFrom(source.suspension.dispatching_on_clusters)
     if source.HasField("schedule_priority") and priority is not None:
         spec.schedule_priority.priority = priority
-    replicas, requirements = replicas_and_requirements(template)
-    spec.replicas = replicas
+    count, requirements = replicas if replicas is not None else replicas_and_requirements(template)
+    spec.replicas = count
     if requirements is not None:
         spec.replica_requirements.CopyFrom(requirements)
     return binding

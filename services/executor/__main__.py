@@ -100,7 +100,9 @@ async def lead_controller(ctx: ServiceContext) -> None:
     # The detector, the binding controllers and status aggregation.
     config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
                             workers=args.concurrent_resourcebinding_syncs)
-    ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager)
+    ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager,
+                        interpreter_timeout=args.interpreter_call_timeout,
+                        interpreter_workers=args.interpreter_workers)
     try:
         await manager.run()
     finally:

@@ -13,6 +13,10 @@ compare-and-swap on a fresh read (the execution controller writes Work status al
 a preserved label that is no valid label is left out of them, and the binding carries the
 `StatePreservationFailed` condition saying which rule's value it was (flotilla/rules/preserved_labels.py).
 A deleting binding has its Works deleted, then loses its finalizer.
+For a kind with a ResourceInterpreterCustomization `replicaRevision` script, each cluster's copy
+is `ReviseReplica(template, share)`, run in the interpreter pool before the Works are built; a
+script without an answer leaves every Work as it is (a Warning event ReviseReplicaFailed, and a
+retry), never a whole unrevised copy per cluster.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import logging
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 from opentelemetry import trace
@@ -36,8 +40,10 @@ from flotilla.api.conditions import TRUE, get_condition, remove_condition, set_c
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION, TRACEPARENT_ANNOTATION
+from flotilla.interpreter.customized import REVISE_REPLICA, CustomizedInterpreter
 from flotilla.rules import preserved_labels
 from flotilla.rules.aggregated_status import expected_clusters
+from flotilla.rules.binding_builder import template_object
 from flotilla.runtime.controller import Result
 from flotilla.runtime.metrics import timed
 from flotilla.runtime.own_writes import OwnWrites
@@ -119,8 +125,11 @@ class BindingReconciler:
         bindings_informers: Mapping[str, Informer[Binding]] | None = None,
         templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None,
         overrider: works.Overrider | None = None,
+        interpreter: CustomizedInterpreter | None = None,
     ) -> None:
         self.store = store
+        # The customizations' replicaRevision scripts (ReviseReplica), run before the pure build_works.
+        self.interpreter = interpreter
         self.works = works_informer
         # Binding informers by kind and template informers by etcd resource, read when synced
         # (a template kind's informer starts when something first names it); else etcd.
@@ -165,8 +174,17 @@ class BindingReconciler:
         if template is None:
             await self._report_pending(rt, binding, [])
             return None
+        revisions = await self._revisions(binding, template)
+        if isinstance(revisions, str):
+            # No Work is built from an unrevised copy (each cluster would run the whole workload):
+            # every cluster keeps the Work it has until the script answers.
+            log.warning("event=revise-replica-failed binding=%s error=%s", key, revisions)
+            await self._event(binding, template, "Warning", "ReviseReplicaFailed",
+                              f"Failed to revise replicas of {_describe(binding)}: {revisions}")
+            return Result(requeue_after=self.directly_requeue)
         failed: list[tuple[str, str]] = []
-        desired = works.build_works(binding, template, self.inject_preserved_labels, self.overrider, failed)
+        desired = works.build_works(binding, template, self.inject_preserved_labels, self.overrider, failed,
+                                    revisions)
         try:
             with self._span(binding, key, desired) as stamp:
                 for work in desired:
@@ -190,6 +208,21 @@ class BindingReconciler:
         if done.waiting or failed:
             return Result(requeue_after=self.directly_requeue)
         return None
+
+    async def _revisions(self, binding: Binding,
+                         template: meta_pb2.Unstructured) -> dict[int, dict[str, Any]] | str | None:
+        """The template revised by the kind's ReviseReplica script for each share the Works need;
+        None when the kind has no such script; the error when one share has no answer."""
+        if self.interpreter is None or not self.interpreter.has(REVISE_REPLICA, template.api_version, template.kind):
+            return None
+        obj = template_object(template)
+        revisions: dict[int, dict[str, Any]] = {}
+        for share in works.revised_shares(binding):
+            answer = await self.interpreter.revise_replica(obj, share)
+            if not answer.ok:
+                return f"{answer.customization}: {answer.error}" if answer.customization else answer.error
+            revisions[share] = answer.value
+        return revisions
 
     async def _template(self, binding: Binding) -> meta_pb2.Unstructured | None:
         rt = template_type(binding)

@@ -27,10 +27,11 @@ from opentelemetry import trace
 
 from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
-from flotilla.api.bindings import Binding
+from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.events import WatchEvent
-from flotilla.api.keys import execution_namespace
+from flotilla.api.keys import execution_namespace, object_key
 from flotilla.api.v1 import cluster_pb2, config_pb2, meta_pb2
+from flotilla.interpreter.customized import CustomizedInterpreter
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.interpreter.lua import DEFAULT_TIMEOUT
 from flotilla.interpreter.pool import DEFAULT_WORKERS, ScriptPool
@@ -52,6 +53,7 @@ from services.executor.detector import (
     SELECTOR_INDEX,
     DetectorConfig,
     TemplateReconciler,
+    template_key_of_binding,
 )
 from services.executor.execution import ExecutionReconciler
 from services.executor.metrics import count_interpreter_call
@@ -89,9 +91,17 @@ class ExecutorConfig:
 class ExecutorControllers:
     def __init__(self, store: ObjectStore, clock: Clock, config: ExecutorConfig | None = None,
                  events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
-                 manager: Manager | None = None) -> None:
+                 manager: Manager | None = None, interpreter_timeout: float = DEFAULT_TIMEOUT,
+                 interpreter_workers: int = DEFAULT_WORKERS) -> None:
         self.config = config = config or ExecutorConfig()
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
+        # The customizations' replicaResource and replicaRevision scripts, which the detector and
+        # the binding controller run. A pool of its own (the execution side's runs health and status
+        # scripts): its workers start at the first call, so a plane without such scripts runs none.
+        self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
+        self.scripts = ScriptPool(interpreter_workers, timeout=interpreter_timeout, on_call=count_interpreter_call)
+        manager.add_runnable("binding-interpreter-pool", self.scripts.run)
+        self.interpreter = CustomizedInterpreter(runner=self.scripts)
         self.policies = manager.informer(registry.PROPAGATION_POLICY)
         self.cluster_policies = manager.informer(registry.CLUSTER_PROPAGATION_POLICY)
         for policies in (self.policies, self.cluster_policies):
@@ -113,7 +123,7 @@ class ExecutorControllers:
         self.detector = manager.controller("detector", TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
             DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption")), events,
-            self.templates, self.bindings),
+            self.templates, self.bindings, self.interpreter, self.customizations.unknown),
             workers=config.workers)
         self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(
             store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates), workers=config.workers)
@@ -121,7 +131,8 @@ class ExecutorControllers:
         self.binding_reconciler = BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
             config.directly_requeue, clock, self.bindings, self.templates,
-            informer_overrider(self.clusters, self.cluster_override_policies, self.override_policies))
+            informer_overrider(self.clusters, self.cluster_override_policies, self.override_policies),
+            self.interpreter)
         self.binding_controller = manager.controller("binding", self.binding_reconciler, workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
             store, clock, self.bindings, self.works, self.templates), workers=config.workers)
@@ -155,8 +166,22 @@ class ExecutorControllers:
         manager.watch(self.works, routing.binding_of_work, self.binding_controller,
                       predicate=lambda event: not own_writes.echo(event) and routing.work_spec_changed(event))
         manager.watch(self.works, routing.binding_of_work, self.binding_status, predicate=routing.work_status_changed)
+        manager.on_event(self.customizations, self._on_customization)
         # WorkloadRebalancer: a manual reschedule of the workloads it names (rebalancer.py).
         self.rebalancers = add_rebalancer(manager, store, clock)
+
+    def _on_customization(self, event: WatchEvent[config_pb2.ResourceInterpreterCustomization]) -> None:
+        """New scripts: the target kind's bindings are built again (replicas) and so are their Works
+        (revision)."""
+        self.interpreter.set_customizations(self.customizations.list())
+        target = event.obj.spec.target
+        for kind, informer in self.bindings.items():
+            for binding in informer.list():
+                resource = binding.spec.resource
+                if (resource.api_version, resource.kind) == (target.api_version, target.kind):
+                    self.detector.enqueue(template_key_of_binding(binding))
+                    meta = binding.metadata
+                    self.binding_controller.enqueue(binding_key(kind, object_key(meta.namespace, meta.name)))
 
     def _route_policies(self, policies: Informer[P]) -> None:
         manager = self.manager

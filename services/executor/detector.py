@@ -25,6 +25,14 @@ detector also runs, are services/executor/dependency_distributor.py and policy_f
   each template's specification (`specification`) instead, so the rule holds whatever brought
   the key. As in Karmada (whose informers' initial list enqueues every template unmarked), the
   first look after the executor starts counts as a change.
+
+Replicas of a kind with a ResourceInterpreterCustomization `replicaResource` script are that
+  script's `GetReplicas(template)` (run in the interpreter pool, before the pure
+  `build_binding`), so a custom workload (a FlinkDeployment) is divided like a Deployment. A
+  script that fails, overruns or answers nonsense never makes a binding from a guess (0
+  replicas would make a Divided policy copy the whole workload to every cluster): the binding is
+  neither made nor changed, a Warning event InterpretReplicaFailed goes to the template, and the
+  key is retried with backoff (Karmada's detector fails its apply the same way).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -42,7 +50,14 @@ from flotilla.api.bindings import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, Bi
 from flotilla.api.keys import split_key
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2, policy_pb2
-from flotilla.rules.binding_builder import PRIORITY_CLASS_API, build_binding, priority_class_value
+from flotilla.interpreter.customized import GET_REPLICAS, CustomizedInterpreter, ReplicaResource
+from flotilla.rules.binding_builder import (
+    PRIORITY_CLASS_API,
+    build_binding,
+    has_native_replicas,
+    priority_class_value,
+    template_object,
+)
 from flotilla.runtime.controller import Result
 from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
@@ -71,6 +86,10 @@ LAZY = "Lazy"
 
 class PriorityClassNotFound(Exception):
     """The PriorityClass a policy's schedulePriority names does not exist (retried with backoff)."""
+
+
+class ReplicasNotInterpreted(Exception):
+    """The kind's GetReplicas script gave no answer: the binding keeps what it had (retried with backoff)."""
 
 
 Specification = tuple[str, int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], bool]
@@ -218,8 +237,14 @@ class TemplateReconciler:
         events: EventRecorder | None = None,
         templates: Mapping[str, Informer[meta_pb2.Unstructured]] | None = None,
         bindings: Mapping[str, Informer[Binding]] | None = None,
+        interpreter: CustomizedInterpreter | None = None,
+        unreadable: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self.store = store
+        # The customizations' replicaResource scripts; `unreadable`: the customizations stored but
+        # not decoded (while there is one, a kind without a native rule may have a script unknown).
+        self.interpreter = interpreter
+        self.unreadable = unreadable
         self.clock = clock
         self.policies = policies
         self.cluster_policies = cluster_policies
@@ -305,7 +330,8 @@ class TemplateReconciler:
             log.info("event=skip-template template=%s reason=LazyActivation policy=%s", key, policy_key(policy))
             return None
         priority = await self._schedule_priority(template, policy, fresh)
-        written = await self._apply(template, policy, binding, binding_rt, priority)
+        replicas = await self._interpret_replicas(template)
+        written = await self._apply(template, policy, binding, binding_rt, priority, replicas)
         if written and self.events is not None:
             await self.events.normal(template, "ApplyPolicySucceed", f"Apply policy({_describe(policy)}) succeed")
         return None
@@ -332,9 +358,33 @@ class TemplateReconciler:
             raise PriorityClassNotFound(message)
         return priority_class_value(priority_class)
 
+    async def _interpret_replicas(self, template: meta_pb2.Unstructured) -> ReplicaResource | None:
+        """The kind's GetReplicas answer; None when the kind has no script (the native rule decides).
+
+        Raises ReplicasNotInterpreted, after a Warning event, when there is a script and no answer."""
+        api_version, kind = template.api_version, template.kind
+        unknown = self.unreadable() if self.unreadable is not None else ()
+        if unknown and not has_native_replicas(api_version, kind):
+            error = f"ResourceInterpreterCustomization {unknown[0]} cannot be read"
+        elif self.interpreter is None or not self.interpreter.has(GET_REPLICAS, api_version, kind):
+            return None
+        else:
+            answer = await self.interpreter.get_replicas(template_object(template))
+            if answer.ok:
+                resource: ReplicaResource = answer.value
+                return resource
+            error = f"{answer.customization}: {answer.error}" if answer.customization else answer.error
+        message = f"Failed to interpret replicas of {kind} {template_key_of(template)}: {error}"
+        log.warning("event=interpret-replica-failed template=%s error=%s", template_key_of(template), error)
+        if self.events is not None:
+            await self.events.warning(template, "InterpretReplicaFailed", message)
+        raise ReplicasNotInterpreted(message)
+
     async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
-                     binding_rt: ResourceType[Binding], priority: int | None) -> bool:
-        desired = build_binding(template, policy, priority)
+                     binding_rt: ResourceType[Binding], priority: int | None,
+                     replicas: ReplicaResource | None = None) -> bool:
+        desired = build_binding(template, policy, priority,
+                                None if replicas is None else (replicas.replicas, replicas.requirements))
         label = kind_named(binding_rt.kind).permanent_id_label
         key = template_key_of(template)
         if binding is None:

@@ -10,8 +10,10 @@
   while a dead cluster could not confirm the deletion).
 - One Work per target cluster, `karmada-es-<cluster>/<work name>`, holding the template's
   manifest with server-owned metadata and status removed, the replica count revised to the
-  cluster's share (Deployment, ReplicaSet, StatefulSet `spec.replicas`; Job `spec.parallelism`)
-  once any cluster has replicas, a Divided Job's `spec.completions` split with Webster, and —
+  cluster's share (Deployment, ReplicaSet, StatefulSet `spec.replicas`; Job `spec.parallelism`;
+  a kind with a ResourceInterpreterCustomization `replicaRevision` script, its
+  `ReviseReplica(template, share)`, which the caller awaits and passes in) once any cluster
+  has replicas, a Divided Job's `spec.completions` split with Webster, and —
   with StatefulFailoverInjection — the preserved labels of a Directly-purged failover, those
   that are valid labels (flotilla/rules/preserved_labels.py: the others are left out and
   reported on the binding, StatePreservationFailed).
@@ -19,6 +21,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -168,15 +171,22 @@ def conflict_resolution(template: meta_pb2.Unstructured, spec: work_pb2.Resource
 
 
 def manifest(binding: Binding, template: meta_pb2.Unstructured, replicas: int | None,
-             completions: int | None, extra_labels: Mapping[str, str]) -> dict[str, Any]:
-    """The object a member receives: `replicas` and `completions` are its share (None: as in the template)."""
+             completions: int | None, extra_labels: Mapping[str, str],
+             revised: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The object a member receives: `replicas` and `completions` are its share (None: as in the template).
+
+    `revised` is the template as the kind's ReviseReplica script gave it for this share: its
+    content (everything but apiVersion, kind, metadata and status) replaces the template's; the
+    metadata is still the template's, stripped and labelled as for any kind."""
     meta = template.metadata
     body = template_content(template)  # a fresh parse: this one is ours to change
+    if revised is not None:
+        body = {k: copy.deepcopy(v) for k, v in revised.items() if k not in ("apiVersion", "kind", "metadata")}
     body.pop("status", None)
     spec = body.get("spec")
     if isinstance(spec, dict):
         field = REPLICA_FIELDS.get((template.api_version, template.kind))
-        if field is not None and replicas is not None:
+        if field is not None and replicas is not None and revised is None:
             spec[field] = replicas
         if completions is not None:
             spec["completions"] = completions
@@ -203,9 +213,20 @@ def suspended(spec: work_pb2.ResourceBindingSpec, cluster: str) -> bool:
 Overrider = Callable[[str, dict[str, Any]], Overridden]
 
 
+def revised_shares(binding: Binding) -> list[int]:
+    """The replica shares a kind's ReviseReplica script must answer for `build_works` (each
+    once): those of the target clusters, or none when no cluster has replicas (nothing is
+    revised then, as in Karmada)."""
+    targets = target_clusters(binding.spec)
+    if not any(replicas > 0 for _, replicas in targets):
+        return []
+    return sorted({replicas for _, replicas in targets})
+
+
 def build_works(
     binding: Binding, template: meta_pb2.Unstructured, inject_preserved_labels: bool,
     overrider: Overrider | None = None, failed: list[tuple[str, str]] | None = None,
+    revisions: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> list[work_pb2.Work]:
     """The Works the binding wants, one per target cluster, in target order.
 
@@ -213,7 +234,10 @@ def build_works(
     share, as Karmada: override rules have the highest priority), and what applied is recorded
     on the Work. A failover's new Work is built here too, so the copy on the new cluster gets
     that cluster's overrides. A cluster whose overrides cannot be applied gets no Work this pass
-    (its current Work, if any, is kept): it is appended to `failed` with the reason."""
+    (its current Work, if any, is kept): it is appended to `failed` with the reason.
+
+    `revisions`: for a kind with a ReviseReplica script, the revised template per share
+    (`revised_shares`), every one of them: the caller builds no Works when one is missing."""
     spec = binding.spec
     targets = target_clusters(spec)
     # Karmada revises replicas only once the schedule gave some cluster replicas.
@@ -225,7 +249,8 @@ def build_works(
     result = []
     for cluster, replicas in targets:
         extra = injected_labels(spec, cluster) if inject_preserved_labels else {}
-        body = manifest(binding, template, replicas if revise else None, completions.get(cluster), extra)
+        revised = revisions.get(replicas) if revisions is not None and revise else None
+        body = manifest(binding, template, replicas if revise else None, completions.get(cluster), extra, revised)
         override_annotations: dict[str, str] = {}
         if overrider is not None:
             try:

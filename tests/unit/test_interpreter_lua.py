@@ -247,7 +247,7 @@ async def test_non_json_object_is_unknown(pool: ScriptPool) -> None:
         ("package.loadlib('x', 'y')", "attempt to index global 'package' (a nil value)"),
         ("coroutine.create(print)", "attempt to index global 'coroutine' (a nil value)"),
         ("python.eval('1')", "attempt to index global 'python' (a nil value)"),
-        ("require('os')", "require is not available to resource interpreter scripts"),
+        ("require('os')", 'require is not available to resource interpreter scripts, but for require("kube")'),
         ("load('return 1')", "load is not available to resource interpreter scripts"),
         ("loadstring('return 1')", "loadstring is not available to resource interpreter scripts"),
         ("dofile('/etc/passwd')", "dofile is not available to resource interpreter scripts"),

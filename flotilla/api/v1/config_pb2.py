@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from flotilla.api.v1 import meta_pb2 as flotilla_dot_v1_dot_meta__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x66lotilla/v1/config.proto\x12\x0b\x66lotilla.v1\x1a\x16\x66lotilla/v1/meta.proto\"\xb1\x01\n ResourceInterpreterCustomization\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12)\n\x08metadata\x18\x03 \x01(\x0b\x32\x17.flotilla.v1.ObjectMeta\x12?\n\x04spec\x18\x04 \x01(\x0b\x32\x31.flotilla.v1.ResourceInterpreterCustomizationSpec\"\x91\x01\n$ResourceInterpreterCustomizationSpec\x12\x30\n\x06target\x18\x01 \x01(\x0b\x32 .flotilla.v1.CustomizationTarget\x12\x37\n\x0e\x63ustomizations\x18\x02 \x01(\x0b\x32\x1f.flotilla.v1.CustomizationRules\"8\n\x13\x43ustomizationTarget\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\"\xfc\x02\n\x12\x43ustomizationRules\x12)\n\tretention\x18\x01 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x30\n\x10replica_resource\x18\x02 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x30\n\x10replica_revision\x18\x03 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x31\n\x11status_reflection\x18\x04 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x32\n\x12status_aggregation\x18\x05 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x35\n\x15health_interpretation\x18\x06 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x39\n\x19\x64\x65pendency_interpretation\x18\x07 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\"\x1f\n\tLuaScript\x12\x12\n\nlua_script\x18\x01 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x66lotilla/v1/config.proto\x12\x0b\x66lotilla.v1\x1a\x16\x66lotilla/v1/meta.proto\"\xb1\x01\n ResourceInterpreterCustomization\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12)\n\x08metadata\x18\x03 \x01(\x0b\x32\x17.flotilla.v1.ObjectMeta\x12?\n\x04spec\x18\x04 \x01(\x0b\x32\x31.flotilla.v1.ResourceInterpreterCustomizationSpec\"\x91\x01\n$ResourceInterpreterCustomizationSpec\x12\x30\n\x06target\x18\x01 \x01(\x0b\x32 .flotilla.v1.CustomizationTarget\x12\x37\n\x0e\x63ustomizations\x18\x02 \x01(\x0b\x32\x1f.flotilla.v1.CustomizationRules\"8\n\x13\x43ustomizationTarget\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\"\xb0\x03\n\x12\x43ustomizationRules\x12)\n\tretention\x18\x01 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x30\n\x10replica_resource\x18\x02 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x30\n\x10replica_revision\x18\x03 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x31\n\x11status_reflection\x18\x04 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x32\n\x12status_aggregation\x18\x05 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x35\n\x15health_interpretation\x18\x06 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x39\n\x19\x64\x65pendency_interpretation\x18\x07 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\x12\x32\n\x12\x63omponent_resource\x18\x08 \x01(\x0b\x32\x16.flotilla.v1.LuaScript\"\x1f\n\tLuaScript\x12\x12\n\nlua_script\x18\x01 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,7 +39,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CUSTOMIZATIONTARGET']._serialized_start=393
   _globals['_CUSTOMIZATIONTARGET']._serialized_end=449
   _globals['_CUSTOMIZATIONRULES']._serialized_start=452
-  _globals['_CUSTOMIZATIONRULES']._serialized_end=832
-  _globals['_LUASCRIPT']._serialized_start=834
-  _globals['_LUASCRIPT']._serialized_end=865
+  _globals['_CUSTOMIZATIONRULES']._serialized_end=884
+  _globals['_LUASCRIPT']._serialized_start=886
+  _globals['_LUASCRIPT']._serialized_end=917
 # @@protoc_insertion_point(module_scope)

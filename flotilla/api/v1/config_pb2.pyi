@@ -35,7 +35,7 @@ class CustomizationTarget(_message.Message):
     def __init__(self, api_version: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class CustomizationRules(_message.Message):
-    __slots__ = ("retention", "replica_resource", "replica_revision", "status_reflection", "status_aggregation", "health_interpretation", "dependency_interpretation")
+    __slots__ = ("retention", "replica_resource", "replica_revision", "status_reflection", "status_aggregation", "health_interpretation", "dependency_interpretation", "component_resource")
     RETENTION_FIELD_NUMBER: _ClassVar[int]
     REPLICA_RESOURCE_FIELD_NUMBER: _ClassVar[int]
     REPLICA_REVISION_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class CustomizationRules(_message.Message):
     STATUS_AGGREGATION_FIELD_NUMBER: _ClassVar[int]
     HEALTH_INTERPRETATION_FIELD_NUMBER: _ClassVar[int]
     DEPENDENCY_INTERPRETATION_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_RESOURCE_FIELD_NUMBER: _ClassVar[int]
     retention: LuaScript
     replica_resource: LuaScript
     replica_revision: LuaScript
@@ -50,7 +51,8 @@ class CustomizationRules(_message.Message):
     status_aggregation: LuaScript
     health_interpretation: LuaScript
     dependency_interpretation: LuaScript
-    def __init__(self, retention: _Optional[_Union[LuaScript, _Mapping]] = ..., replica_resource: _Optional[_Union[LuaScript, _Mapping]] = ..., replica_revision: _Optional[_Union[LuaScript, _Mapping]] = ..., status_reflection: _Optional[_Union[LuaScript, _Mapping]] = ..., status_aggregation: _Optional[_Union[LuaScript, _Mapping]] = ..., health_interpretation: _Optional[_Union[LuaScript, _Mapping]] = ..., dependency_interpretation: _Optional[_Union[LuaScript, _Mapping]] = ...) -> None: ...
+    component_resource: LuaScript
+    def __init__(self, retention: _Optional[_Union[LuaScript, _Mapping]] = ..., replica_resource: _Optional[_Union[LuaScript, _Mapping]] = ..., replica_revision: _Optional[_Union[LuaScript, _Mapping]] = ..., status_reflection: _Optional[_Union[LuaScript, _Mapping]] = ..., status_aggregation: _Optional[_Union[LuaScript, _Mapping]] = ..., health_interpretation: _Optional[_Union[LuaScript, _Mapping]] = ..., dependency_interpretation: _Optional[_Union[LuaScript, _Mapping]] = ..., component_resource: _Optional[_Union[LuaScript, _Mapping]] = ...) -> None: ...
 
 class LuaScript(_message.Message):
     __slots__ = ("lua_script",)

@@ -26,11 +26,10 @@ _CLUSTER = ("Cluster",)
 _BINDINGS = ("ResourceBinding", "ClusterResourceBinding")
 
 
-# The customizations other than healthInterpretation, and what each decides in Karmada.
+# The customizations Flotilla does not run yet, and what each decides in Karmada (health,
+# replicaResource, replicaRevision: flotilla/interpreter/).
 _INTERPRETER_OPERATIONS = {
     "retention": "which of a member's own changes an update keeps",
-    "replicaResource": "the replicas and per-replica requests the scheduler divides",
-    "replicaRevision": "how a member's copy is given its share of the replicas",
     "statusReflection": "the status collected from each member",
     "statusAggregation": "the template's status aggregated from the members'",
     "dependencyInterpretation": "the dependencies propagated with the workload",
@@ -59,7 +58,7 @@ REFUSED: tuple[KarmadaField, ...] = (
                  "Karmada's scheduler places the binding with (or apart from) its group; Flotilla's does not "
                  "read it"),
     *(KarmadaField(_INTERPRETER, f"spec.customizations.{name}",
-                   f"Karmada's script decides {effect}; Flotilla runs healthInterpretation scripts only")
+                   f"Karmada's script decides {effect}; Flotilla does not run this script")
       for name, effect in _INTERPRETER_OPERATIONS.items()),
 )
 
@@ -67,6 +66,9 @@ REFUSED: tuple[KarmadaField, ...] = (
 WARNED: tuple[KarmadaField, ...] = (
     KarmadaField(_POLICIES, "spec.association",
                  "deprecated in Karmada, which no longer reads it; propagateDeps propagates dependencies"),
+    KarmadaField(_INTERPRETER, "spec.customizations.componentResource",
+                 "Karmada runs GetComponents only under its alpha feature gate MultiplePodTemplatesScheduling "
+                 "(off by default), which Flotilla does not have: the binding's replicas are GetReplicas'"),
     KarmadaField(_CLUSTER, "spec.impersonatorSecretRef",
                  "Karmada reads it only to proxy requests to the member (karmada-aggregated-apiserver), "
                  "which Flotilla does not have"),
