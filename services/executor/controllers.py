@@ -95,9 +95,10 @@ class ExecutorControllers:
                  interpreter_workers: int = DEFAULT_WORKERS) -> None:
         self.config = config = config or ExecutorConfig()
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
-        # The customizations' replicaResource and replicaRevision scripts, which the detector and
-        # the binding controller run. A pool of its own (the execution side's runs health and status
-        # scripts): its workers start at the first call, so a plane without such scripts runs none.
+        # The customizations' replicaResource, replicaRevision and statusAggregation scripts, which
+        # the detector, the binding controller and the binding-status controller run. A pool of its
+        # own (the execution side's runs health and statusReflection scripts): its workers start at
+        # the first call, so a plane without such scripts runs none.
         self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
         self.scripts = ScriptPool(interpreter_workers, timeout=interpreter_timeout, on_call=count_interpreter_call)
         manager.add_runnable("binding-interpreter-pool", self.scripts.run)
@@ -135,7 +136,8 @@ class ExecutorControllers:
             self.interpreter)
         self.binding_controller = manager.controller("binding", self.binding_reconciler, workers=config.workers)
         self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
-            store, clock, self.bindings, self.works, self.templates), workers=config.workers)
+            store, clock, self.bindings, self.works, self.templates, self.interpreter, events),
+            workers=config.workers)
 
         self._route_policies(self.policies)
         self._route_policies(self.cluster_policies)
@@ -171,8 +173,8 @@ class ExecutorControllers:
         self.rebalancers = add_rebalancer(manager, store, clock)
 
     def _on_customization(self, event: WatchEvent[config_pb2.ResourceInterpreterCustomization]) -> None:
-        """New scripts: the target kind's bindings are built again (replicas) and so are their Works
-        (revision)."""
+        """New scripts: the target kind's bindings are built again (replicas), and so are their Works
+        (revision) and their templates' status (aggregation)."""
         self.interpreter.set_customizations(self.customizations.list())
         target = event.obj.spec.target
         for kind, informer in self.bindings.items():
@@ -181,7 +183,9 @@ class ExecutorControllers:
                 if (resource.api_version, resource.kind) == (target.api_version, target.kind):
                     self.detector.enqueue(template_key_of_binding(binding))
                     meta = binding.metadata
-                    self.binding_controller.enqueue(binding_key(kind, object_key(meta.namespace, meta.name)))
+                    key = binding_key(kind, object_key(meta.namespace, meta.name))
+                    self.binding_controller.enqueue(key)
+                    self.binding_status.enqueue(key)
 
     def _route_policies(self, policies: Informer[P]) -> None:
         manager = self.manager
@@ -257,6 +261,8 @@ class ExecutionManager:
         manager.add_runnable("interpreter-pool", self.scripts.run)
         # A customization that does not decode leaves every health Unknown, not interpreted without it.
         self.interpreter = HealthInterpreter(runner=self.scripts, unreadable=self.customizations.unknown)
+        # The statusReflection scripts, in the same pool.
+        self.reflector = CustomizedInterpreter(runner=self.scripts)
         # Shared: status is read from a member's cache only once it has seen the last apply.
         self.applied = applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(
@@ -267,7 +273,7 @@ class ExecutionManager:
         self.watches = MemberWatches(clock, connect, serves, self._member_changed, self._member_synced,
                                      resync=status_resync)
         self.work_status = WorkStatusReconciler(store, clock, self.works, self.clusters, self.watches,
-                                                self.interpreter, events, applied)
+                                                self.interpreter, events, applied, self.reflector)
         self.status = manager.controller("work-status", self.work_status, workers=workers)
         manager.watch(self.works, routing.work, self.execution, predicate=routing.work_apply_state_changed)
         manager.watch(self.clusters, routing.works_of_cluster(self.works), self.execution,
@@ -281,7 +287,8 @@ class ExecutionManager:
 
     def _on_customization(self, _: WatchEvent[config_pb2.ResourceInterpreterCustomization]) -> None:
         self.interpreter.set_customizations(self.customizations.list())
-        # Health is interpreted anew under the new rules.
+        self.reflector.set_customizations(self.customizations.list())
+        # Health and status are interpreted anew under the new rules.
         for key in self.works.keys():
             self.status.enqueue(key)
 

@@ -23,6 +23,7 @@ from flotilla.api.conditions import FALSE, get_condition, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, split_key
 from flotilla.api.registry import split_api_version
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.interpreter.customized import REFLECT_STATUS, CustomizedInterpreter
 from flotilla.interpreter.health import UNKNOWN, HealthInterpreter
 from flotilla.member.watches import MemberWatches
 from flotilla.runtime.controller import Result
@@ -66,12 +67,19 @@ def member_objects_of(work: work_pb2.Work) -> list[str]:
 MAX_REFLECTED_STATUS_BYTES = 256 * 1024
 
 
-async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpreter: HealthInterpreter) -> tuple[
+async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpreter: HealthInterpreter,
+                            reflector: CustomizedInterpreter | None = None,
+                            reflect_errors: list[str] | None = None) -> tuple[
         list[work_pb2.ManifestStatus], list[str], list[str]]:
     """The statuses to record, the manifests missing from the member, and interpretation errors.
 
     A Lua health script runs in the interpreter's worker pool: this awaits it, and the loop
     serves everything else meanwhile; one that overruns its limit reads Unknown.
+
+    The status recorded is the member object's `status`, or, for a kind with a
+    ResourceInterpreterCustomization `statusReflection` script, what `ReflectStatus(observed)`
+    returns. A script without an answer records {} (as health reads Unknown: nothing is made
+    up), and its error is appended to `reflect_errors`.
     """
     statuses, missing, errors = [], [], []
     for ordinal, manifest in enumerate(manifests(work)):
@@ -83,12 +91,14 @@ async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpret
             continue
         group, version = split_api_version(manifest["apiVersion"])
         # The interpreter picks its rule by apiVersion and kind, which list items may lack.
-        result = await interpreter.interpret({**observed, "apiVersion": manifest["apiVersion"],
-                                              "kind": manifest["kind"]})
+        whole = {**observed, "apiVersion": manifest["apiVersion"], "kind": manifest["kind"]}
+        result = await interpreter.interpret(whole)
         if result.error:
             errors.append(f"ResourceInterpreterCustomization {result.customization}: {result.error}"
                           if result.customization else result.error)
-        status = codec.raw_json(observed.get("status") or {})
+        status = codec.raw_json(await _reflected(reflector, whole, manifest, meta, reflect_errors)
+                                if reflector is not None and reflector.has(REFLECT_STATUS, *whole_kind(whole))
+                                else observed.get("status") or {})
         if len(status) > MAX_REFLECTED_STATUS_BYTES:
             # The member decides how large its status is; the Work, one etcd value, must stay
             # writable. Its health was judged on the whole object all the same.
@@ -106,11 +116,30 @@ async def manifest_statuses(work: work_pb2.Work, members: ObjectIndex, interpret
     return statuses, missing, errors
 
 
+def whole_kind(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["apiVersion"], obj["kind"]
+
+
+async def _reflected(reflector: CustomizedInterpreter, observed: dict[str, Any], manifest: dict[str, Any],
+                     meta: dict[str, Any], errors: list[str] | None) -> Any:
+    answer = await reflector.reflect_status(observed)
+    if answer.ok:
+        return answer.value
+    if errors is not None:
+        where = f"{manifest['kind']} {meta.get('namespace', '')}/{meta['name']}"
+        errors.append(f"{where}: ResourceInterpreterCustomization {answer.customization}: {answer.error}"
+                      if answer.customization else f"{where}: {answer.error}")
+    return {}
+
+
 class WorkStatusReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], watches: MemberWatches, interpreter: HealthInterpreter,
-                 events: EventRecorder | None = None, applied: AppliedGenerations | None = None) -> None:
+                 events: EventRecorder | None = None, applied: AppliedGenerations | None = None,
+                 reflector: CustomizedInterpreter | None = None) -> None:
         self.store = store
+        # The customizations' statusReflection scripts; None: every kind records its `status`.
+        self.reflector = reflector
         self.clock = clock
         self.works = works
         self.clusters = clusters
@@ -169,7 +198,9 @@ class WorkStatusReconciler:
 
     async def _record(self, work: work_pb2.Work, applied_generation: int, members: ObjectIndex,
                       foreign: list[str]) -> None:
-        statuses, missing, errors = await manifest_statuses(work, members, self.interpreter)
+        reflect_errors: list[str] = []
+        statuses, missing, errors = await manifest_statuses(work, members, self.interpreter, self.reflector,
+                                                            reflect_errors)
         missing = [m for m in missing if m not in foreign]
         problems = [f"Manifest is missing in the member cluster: {', '.join(missing)}"] if missing else []
         if foreign:
@@ -206,3 +237,6 @@ class WorkStatusReconciler:
             return
         if errors and self.events is not None:
             await self.events.warning(written, "InterpretHealthFailed", errors[0])
+        if reflect_errors and self.events is not None:
+            # Karmada's reason; the status is recorded as {} until the script answers.
+            await self.events.warning(written, "ReflectStatusFailed", reflect_errors[0])

@@ -27,11 +27,9 @@ _BINDINGS = ("ResourceBinding", "ClusterResourceBinding")
 
 
 # The customizations Flotilla does not run yet, and what each decides in Karmada (health,
-# replicaResource, replicaRevision: flotilla/interpreter/).
+# replicaResource, replicaRevision, statusReflection, statusAggregation: flotilla/interpreter/).
 _INTERPRETER_OPERATIONS = {
     "retention": "which of a member's own changes an update keeps",
-    "statusReflection": "the status collected from each member",
-    "statusAggregation": "the template's status aggregated from the members'",
     "dependencyInterpretation": "the dependencies propagated with the workload",
 }
 

@@ -1,0 +1,237 @@
+"""Karmada's FlinkDeployment customization (examples/flink-customization.yaml, unchanged) on
+Karmada's own test data (tests/interpreter_cases/flink/, copied from karmada-io/karmada
+pkg/resourceinterpreter/default/thirdparty/resourcecustomizations/flink.apache.org/v1beta1/
+FlinkDeployment/testdata): GetReplicas, ReflectStatus, AggregateStatus and InterpretHealth give
+what Karmada's tests expect; and a script without a usable answer gives an error, never a number."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flotilla.api import codec
+from flotilla.api.v1 import work_pb2
+from flotilla.api.v1.config_pb2 import ResourceInterpreterCustomization
+from flotilla.interpreter.customized import (
+    AGGREGATE_STATUS,
+    GET_REPLICAS,
+    REFLECT_STATUS,
+    REVISE_REPLICA,
+    CustomizedInterpreter,
+)
+from flotilla.interpreter.errors import InterpretationError
+from flotilla.interpreter.health import HealthInterpreter
+from flotilla.interpreter.pool import ERROR, OK, CallResult
+from flotilla.interpreter.sandbox import LuaSandbox
+from services.executor.work_status import manifest_statuses
+from tests.factories import EXAMPLES_DIR
+
+CASES = Path(__file__).resolve().parents[1] / "interpreter_cases" / "flink"
+
+
+class InProcess:
+    """A ScriptRunner in this process (the scripts here are trusted; the services use ScriptPool)."""
+
+    def __init__(self) -> None:
+        self.sandbox = LuaSandbox()
+        self.calls = 0
+
+    async def call(self, script: str, function: str, arguments: Sequence[Any],
+                   timeout: float | None = None) -> CallResult:
+        self.calls += 1
+        try:
+            chunk = self.sandbox.compile(script)
+            return CallResult(OK, self.sandbox.call(chunk, function, arguments, timeout or 1.0))
+        except InterpretationError as error:
+            return CallResult(ERROR, error=str(error))
+
+
+def flink_customization() -> ResourceInterpreterCustomization:
+    documents = codec.load_yaml_documents((EXAMPLES_DIR / "flink-customization.yaml").read_text())
+    customization = codec.from_dict(documents[0])
+    assert isinstance(customization, ResourceInterpreterCustomization)
+    return customization
+
+
+def cases(name: str) -> list[Any]:
+    return [case for case in codec.load_yaml_documents((CASES / name).read_text()) if case]
+
+
+def pruned(value: Any) -> Any:
+    """Without empty objects and lists: an empty Lua table has no JSON type (Karmada's
+    conversion drops it, this one keeps it as {})."""
+    if isinstance(value, dict):
+        kept = {k: pruned(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [pruned(v) for v in value]
+    return value
+
+
+def interpreter() -> CustomizedInterpreter:
+    return CustomizedInterpreter([flink_customization()], runner=InProcess())
+
+
+def test_the_flink_customization_has_every_script_flotilla_runs() -> None:
+    flink = interpreter()
+    target = ("flink.apache.org/v1beta1", "FlinkDeployment")
+    assert flink.has(GET_REPLICAS, *target)
+    assert flink.has(REFLECT_STATUS, *target) and flink.has(AGGREGATE_STATUS, *target)
+    # Karmada's FlinkDeployment has no replicaRevision: each cluster's copy is the whole object.
+    assert not flink.has(REVISE_REPLICA, *target)
+    assert not flink.has(GET_REPLICAS, "apps/v1", "Deployment")
+
+
+@pytest.mark.parametrize("case", cases("interpretreplica-test.yaml"), ids=lambda c: c["name"])
+async def test_get_replicas_as_karmada_tests_it(case: dict[str, Any]) -> None:
+    answer = await interpreter().get_replicas(case["desiredObj"])
+    assert answer.ok, answer.error
+    assert answer.customization == "declarative-configuration-flinkdeployment"
+    assert answer.value.replicas == case["output"]["replica"]
+    assert codec.to_dict(answer.value.requirements) == case["output"]["requires"]
+
+
+@pytest.mark.parametrize("case", cases("interpretstatus-test.yaml"), ids=lambda c: c["name"])
+async def test_reflect_status_as_karmada_tests_it(case: dict[str, Any]) -> None:
+    answer = await interpreter().reflect_status(case["observedObj"])
+    assert answer.ok, answer.error
+    assert pruned(answer.value) == pruned(case["output"]["status"])
+
+
+@pytest.mark.parametrize("case", cases("aggregatestatus-test.yaml"), ids=lambda c: c["name"])
+async def test_aggregate_status_as_karmada_tests_it(case: dict[str, Any]) -> None:
+    answer = await interpreter().aggregate_status(case["desiredObj"], case.get("statusItems") or [])
+    assert answer.ok, answer.error
+    assert pruned(answer.value) == pruned(case["output"]["aggregatedStatus"])
+
+
+@pytest.mark.parametrize("case", cases("interprethealth-test.yaml"), ids=lambda c: c["name"])
+async def test_health_as_karmada_tests_it(case: dict[str, Any]) -> None:
+    health = HealthInterpreter([flink_customization()], runner=InProcess())
+    result = await health.interpret(case["observedObj"])
+    assert result.health == ("Healthy" if case["output"]["healthy"] else "Unhealthy"), result.error
+
+
+def customization(operation: str, script: str, kind: str = "Widget") -> ResourceInterpreterCustomization:
+    return codec.parse_as(ResourceInterpreterCustomization, {
+        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": "widgets"},
+        "spec": {"target": {"apiVersion": "example.io/v1", "kind": kind},
+                 "customizations": {operation: {"luaScript": script}}}})
+
+
+WIDGET = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 4}}
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    ("return nil", "replica is a nil, not a number"),
+    ("return 'three'", "replica is a string, not a number"),
+    ("return 2.5", "replica 2.5 is not a whole number of replicas"),
+    ("return -1", "replica -1 is not a whole number of replicas"),
+    ("return 3, 'big'", "requirement is a string, not a table"),
+    ("error('no size')", "no size"),
+    ("return 3, {resourceRequest = {cpu = true}}", "resourceRequest.cpu is not a quantity"),
+])
+async def test_get_replicas_without_a_usable_answer_is_an_error_not_a_number(body: str, error: str) -> None:
+    script = f"function GetReplicas(obj)\n  {body}\nend"
+    answer = await CustomizedInterpreter([customization("replicaResource", script)],
+                                         runner=InProcess()).get_replicas(WIDGET)
+    assert not answer.ok and answer.value is None
+    assert error in answer.error
+
+
+async def test_get_replicas_converts_number_quantities_as_kubernetes_writes_them() -> None:
+    script = ("function GetReplicas(obj)\n  return obj.spec.size, {resourceRequest = {cpu = 0.5, memory = 2^30},"
+              " priorityClassName = 'high'}\nend")
+    answer = await CustomizedInterpreter([customization("replicaResource", script)],
+                                         runner=InProcess()).get_replicas(WIDGET)
+    assert answer.ok, answer.error
+    assert answer.value.replicas == 4
+    assert codec.to_dict(answer.value.requirements) == {
+        "resourceRequest": {"cpu": "500m", "memory": "1Gi"}, "priorityClassName": "high"}
+
+
+async def test_a_script_that_does_not_compile_fails_without_running() -> None:
+    runner = InProcess()
+    flink = CustomizedInterpreter([customization("replicaResource", "function GetReplicas(obj")], runner=runner)
+    answer = await flink.get_replicas(WIDGET)
+    assert "Lua script does not compile" in answer.error
+    assert runner.calls == 0
+
+
+async def test_without_a_runner_a_kind_with_a_script_is_not_interpreted_natively() -> None:
+    flink = CustomizedInterpreter([customization("replicaResource", "function GetReplicas(o) return 1 end")])
+    answer = await flink.get_replicas(WIDGET)
+    assert not answer.ok and "no script runner" in answer.error
+
+
+async def test_revise_replica_returns_the_revised_object() -> None:
+    script = "function ReviseReplica(obj, desired)\n  obj.spec.size = desired\n  return obj\nend"
+    answer = await CustomizedInterpreter([customization("replicaRevision", script)],
+                                         runner=InProcess()).revise_replica(WIDGET, 2)
+    assert answer.ok and answer.value["spec"] == {"size": 2}
+
+
+async def test_the_first_customization_by_name_wins() -> None:
+    first = customization("replicaResource", "function GetReplicas(o) return 1 end")
+    second = customization("replicaResource", "function GetReplicas(o) return 2 end")
+    first.metadata.name, second.metadata.name = "b", "a"
+    answer = await CustomizedInterpreter([first, second], runner=InProcess()).get_replicas(WIDGET)
+    assert (answer.value.replicas, answer.customization) == (2, "a")
+
+
+def test_kube_get_resource_quantity_reads_kubernetes_quantities() -> None:
+    sandbox = LuaSandbox()
+    chunk = sandbox.compile('local kube = require("kube")\nfunction F(q) return kube.getResourceQuantity(q) end')
+    for quantity, value in (("2Gi", 2**31), ("500m", 0.5), ("2048m", 2.048), ("1e3", 1000), ("3k", 3000), (2, 2)):
+        assert sandbox.call(chunk, "F", [quantity], 1.0)[0].value == pytest.approx(value)
+    with pytest.raises(InterpretationError, match="quantities must match"):
+        sandbox.call(chunk, "F", ["lots"], 1.0)
+
+
+# -- statusReflection in the Work's manifestStatuses (services/executor/work_status.py) ------------
+
+
+def flink_work(observed: dict[str, Any]) -> tuple[Any, dict[Any, Any]]:
+    manifest = {key: observed[key] for key in ("apiVersion", "kind")}
+    manifest["metadata"] = {"name": observed["metadata"]["name"], "namespace": observed["metadata"]["namespace"]}
+    work = work_pb2.Work()
+    work.spec.workload.manifests.append(codec.raw_json(manifest))
+    key = (observed["apiVersion"], observed["kind"], observed["metadata"]["namespace"], observed["metadata"]["name"])
+    return work, {key: observed}
+
+
+async def test_a_work_records_the_reflected_status() -> None:
+    observed = cases("interpretstatus-test.yaml")[0]["observedObj"]
+    observed = {**observed, "status": {**observed["status"], "notReflected": "dropped"}}
+    work, members = flink_work(observed)
+    reflect_errors: list[str] = []
+    statuses, missing, errors = await manifest_statuses(
+        work, members, HealthInterpreter([flink_customization()], runner=InProcess()), interpreter(), reflect_errors)
+    assert (missing, errors, reflect_errors) == ([], [], [])
+    recorded = codec.load_json(statuses[0].status)
+    assert "notReflected" not in recorded
+    assert pruned(recorded) == pruned(cases("interpretstatus-test.yaml")[0]["output"]["status"])
+    assert statuses[0].health == "Healthy"
+
+
+async def test_a_status_that_cannot_be_reflected_is_recorded_empty_with_the_error() -> None:
+    broken = customization("statusReflection", "function ReflectStatus(obj)\n  error('no status here')\nend")
+    widget = {**WIDGET, "metadata": {"name": "w", "namespace": "default"}, "status": {"ready": 3}}
+    work, members = flink_work(widget)
+    reflect_errors: list[str] = []
+    statuses, _, _ = await manifest_statuses(work, members, HealthInterpreter(),
+                                             CustomizedInterpreter([broken], runner=InProcess()), reflect_errors)
+    assert codec.load_json(statuses[0].status) == {}
+    (error,) = reflect_errors
+    assert "Widget default/w" in error and "widgets" in error and "no status here" in error
+
+
+async def test_without_a_reflection_script_the_status_is_recorded_as_it_is() -> None:
+    widget = {**WIDGET, "metadata": {"name": "w", "namespace": "default"}, "status": {"ready": 3}}
+    work, members = flink_work(widget)
+    statuses, _, _ = await manifest_statuses(work, members, HealthInterpreter(), interpreter(), [])
+    assert codec.load_json(statuses[0].status) == {"ready": 3}
