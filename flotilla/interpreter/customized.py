@@ -7,7 +7,9 @@ kind with a customization:
 - `ReviseReplica(obj, desiredReplica) -> obj` (replicaRevision): a member's copy with its share;
 - `ReflectStatus(obj) -> status` (statusReflection): what a Work records of a member's object;
 - `AggregateStatus(desired, statusItems) -> obj` (statusAggregation): the template with the
-  members' statuses aggregated.
+  members' statuses aggregated;
+- `Retain(desired, observed) -> desired` (retention): the object to write over a member's,
+  keeping what the member's own controllers set.
 
 Every call runs in the service's ScriptPool (flotilla.interpreter.pool), like health: a script
 can hang in one C call that only killing its worker stops. Nothing here falls back to a guess
@@ -38,6 +40,7 @@ __all__ = [
     "AGGREGATE_STATUS",
     "GET_REPLICAS",
     "REFLECT_STATUS",
+    "RETAIN",
     "REVISE_REPLICA",
     "CustomizedInterpreter",
     "Interpreted",
@@ -49,7 +52,9 @@ GET_REPLICAS = "GetReplicas"
 REVISE_REPLICA = "ReviseReplica"
 REFLECT_STATUS = "ReflectStatus"
 AGGREGATE_STATUS = "AggregateStatus"
+RETAIN = "Retain"
 OPERATIONS = {
+    "retention": RETAIN,
     "replica_resource": GET_REPLICAS,
     "replica_revision": REVISE_REPLICA,
     "status_reflection": REFLECT_STATUS,
@@ -177,6 +182,13 @@ class CustomizedInterpreter:
         if error:
             return Interpreted(error=error, customization=name)
         return _object_result(AGGREGATE_STATUS, values, name)
+
+    async def retain(self, desired: Mapping[str, Any], observed: Mapping[str, Any]) -> Interpreted:
+        """`Retain(desired, observed)`: the object to write over the member's (a dict), or the error."""
+        values, error, name = await self._call(RETAIN, desired, [desired, observed])
+        if error:
+            return Interpreted(error=error, customization=name)
+        return _object_result(RETAIN, values, name)
 
 
 def _object_result(function: str, values: Sequence[LuaValue], name: str) -> Interpreted:

@@ -261,12 +261,12 @@ class ExecutionManager:
         manager.add_runnable("interpreter-pool", self.scripts.run)
         # A customization that does not decode leaves every health Unknown, not interpreted without it.
         self.interpreter = HealthInterpreter(runner=self.scripts, unreadable=self.customizations.unknown)
-        # The statusReflection scripts, in the same pool.
+        # The statusReflection and retention scripts, in the same pool.
         self.reflector = CustomizedInterpreter(runner=self.scripts)
         # Shared: status is read from a member's cache only once it has seen the last apply.
         self.applied = applied = AppliedGenerations()
         self.execution = manager.controller("execution", ExecutionReconciler(
-            store, clock, self.works, self.clusters, connect, serves, applied, events,
+            store, clock, self.works, self.clusters, connect, serves, applied, events, self.reflector,
         ), workers=workers)
         # Member status by watch: member events feed per-cluster caches and enqueue the Works
         # that carry the changed objects; the reconcile reads cache and Work, and writes status.

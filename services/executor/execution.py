@@ -7,6 +7,11 @@ a same-named object it does not own is left as it is, and the Work reports the c
 The same class serves Push clusters (from the control plane) and, in the
 Pull-mode agent, the one cluster the agent runs beside: `serves` says which
 clusters are ours and `connect` gives the client for one.
+
+For a kind with a ResourceInterpreterCustomization `retention` script, what is written over an
+existing member object is `Retain(desired, observed)` (as Karmada's object watcher does before an
+update), run in the interpreter pool; a script without an answer writes nothing (Applied=False
+with the error, retried), so a member's own fields are never overwritten by a guess.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from flotilla.api.wellknown import (
     RB_NAME_ANNOTATION,
     RB_NAMESPACE_ANNOTATION,
 )
+from flotilla.interpreter.customized import RETAIN, CustomizedInterpreter
 from flotilla.member import MemberError
 from flotilla.member.watches import Connect
 from flotilla.runtime.controller import Result
@@ -42,7 +48,7 @@ from flotilla.store.informer import Informer
 from services.executor import metrics
 from services.executor.applied import AppliedGenerations, member_key
 from services.executor.cached_write import CachedStatusWriter
-from services.executor.member_writes import OwnershipConflict, apply_owned, delete_owned
+from services.executor.member_writes import OwnershipConflict, Retain, RetainFailed, apply_owned, delete_owned
 from services.executor.ownership import Apply
 
 log = logging.getLogger(__name__)
@@ -80,8 +86,10 @@ class ExecutionReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool], applied: AppliedGenerations | None = None,
-                 events: EventRecorder | None = None) -> None:
+                 events: EventRecorder | None = None, retainer: CustomizedInterpreter | None = None) -> None:
         self.store = store
+        # The customizations' retention scripts (Retain), run before an object is written over.
+        self.retainer = retainer
         self.clock = clock
         self.works = works
         self.clusters = clusters
@@ -169,7 +177,8 @@ class ExecutionReconciler:
         with _failover_span(work, "work.apply", "apply", name) as span:
             for manifest in items:
                 try:
-                    done = await apply_owned(client, manifest, name, work.metadata.namespace, work.metadata.name)
+                    done = await apply_owned(client, manifest, name, work.metadata.namespace, work.metadata.name,
+                                             self._retain_for(manifest))
                     self.applied.record(member_key(name, manifest), done.answer, self.clock.monotonic())
                 except (MemberError, ValueError, OwnershipConflict) as e:
                     errors.append(e)
@@ -198,6 +207,24 @@ class ExecutionReconciler:
         if errors:
             # Retried with backoff; the condition above already tells the user which failed.
             raise errors[0]
+
+    def _retain_for(self, manifest: dict[str, Any]) -> Retain | None:
+        """The kind's Retain script as apply_owned calls it; None when the kind has none."""
+        retainer = self.retainer
+        if retainer is None or not retainer.has(RETAIN, str(manifest.get("apiVersion", "")),
+                                                str(manifest.get("kind", ""))):
+            return None
+
+        async def retain(desired: dict[str, Any], observed: dict[str, Any]) -> dict[str, Any]:
+            assert retainer is not None
+            answer = await retainer.retain(desired, observed)
+            if not answer.ok:
+                where = f"ResourceInterpreterCustomization {answer.customization}: " if answer.customization else ""
+                raise RetainFailed(f"Retain of {desired.get('kind')} failed, nothing written: {where}{answer.error}")
+            result: dict[str, Any] = answer.value
+            return result
+
+        return retain
 
     async def _conflict_events(self, work: work_pb2.Work, cluster: str, applied_message: str,
                                conflicts: list[tuple[dict[str, Any], OwnershipConflict]]) -> None:

@@ -19,6 +19,7 @@ goes up and the Work is retried.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,16 @@ log = logging.getLogger(__name__)
 # Reads and writes of one object before giving up until the Work's next retry: a 409 means it
 # changed between the read and the write (a controller in the member writing its status, say).
 TRIES = 5
+
+
+# (desired, observed) -> the object to write over the member's: a kind's ResourceInterpreterCustomization
+# `retention` script (Karmada's Retain); raises RetainFailed when it has no answer.
+Retain = Callable[[dict[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class RetainFailed(ValueError):
+    """The kind's Retain script gave no answer: the member object is not written (the Work's
+    apply fails with this message and is retried), never overwritten without what it keeps."""
 
 
 class OwnershipConflict(Exception):
@@ -67,9 +78,12 @@ def _version(obj: dict[str, Any]) -> str:
 
 
 async def apply_owned(client: MemberClient, manifest: dict[str, Any], cluster: str, work_namespace: str,
-                      work_name: str) -> Applied:
+                      work_name: str, retain: Retain | None = None) -> Applied:
     """Apply `manifest` unless the member holds a same-named object that is not Flotilla's and
-    the Work does not say overwrite (OwnershipConflict). MemberError or ValueError otherwise."""
+    the Work does not say overwrite (OwnershipConflict). MemberError or ValueError otherwise.
+
+    `retain`: over an existing object, what is written is `retain(manifest, observed)`, as
+    Karmada's object watcher calls the kind's Retain before its update."""
     api_version, kind, namespace, name = _address(manifest)
     body = stamped(manifest, work_namespace, work_name)
     for _ in range(TRIES):
@@ -80,6 +94,8 @@ async def apply_owned(client: MemberClient, manifest: dict[str, Any], cluster: s
         if decision is Apply.ADOPT:
             log.info("event=member-object-adopted cluster=%s object=%s work=%s/%s conflict_resolution=overwrite",
                      cluster, identity(manifest), work_namespace, work_name)
+        if retain is not None and observed is not None:
+            body = stamped(await retain(manifest, observed), work_namespace, work_name)
         try:
             answer = await client.apply(body, resource_version=_version(observed) if observed is not None else None)
         except MemberError as e:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from flotilla.api import codec
+from flotilla.aio.clock import FakeClock
+from flotilla.api import codec, registry
 from flotilla.api.v1 import work_pb2
 from flotilla.api.v1.config_pb2 import ResourceInterpreterCustomization
 from flotilla.interpreter.customized import (
@@ -26,6 +27,10 @@ from flotilla.interpreter.errors import InterpretationError
 from flotilla.interpreter.health import HealthInterpreter
 from flotilla.interpreter.pool import ERROR, OK, CallResult
 from flotilla.interpreter.sandbox import LuaSandbox
+from flotilla.store.informer import Informer
+from flotilla.store.memory import MemoryStore
+from services.executor.execution import ExecutionReconciler
+from services.executor.member_writes import RetainFailed, apply_owned
 from services.executor.work_status import manifest_statuses
 from tests.factories import EXAMPLES_DIR
 
@@ -235,3 +240,66 @@ async def test_without_a_reflection_script_the_status_is_recorded_as_it_is() -> 
     work, members = flink_work(widget)
     statuses, _, _ = await manifest_statuses(work, members, HealthInterpreter(), interpreter(), [])
     assert codec.load_json(statuses[0].status) == {"ready": 3}
+
+
+# -- retention before a member object is written over (services/executor/execution.py) -------------
+
+
+class Member:
+    """A member holding one object Flotilla applied before, whose controller has since set spec.replicas."""
+
+    server = "https://member1.example:6443"
+
+    def __init__(self, observed: dict[str, Any]) -> None:
+        self.observed = observed
+        self.applied: list[dict[str, Any]] = []
+
+    async def get(self, *_: Any) -> dict[str, Any] | None:
+        return self.observed
+
+    async def apply(self, body: dict[str, Any], resource_version: str | None = None) -> dict[str, Any]:
+        self.applied.append(body)
+        return body
+
+
+def owned_widget(**spec: Any) -> dict[str, Any]:
+    labels = {"resourcebinding.karmada.io/permanent-id": "b-1"}
+    return {**WIDGET, "metadata": {"name": "w", "namespace": "default", "labels": labels}, "spec": spec}
+
+
+def execution(retainer: CustomizedInterpreter) -> ExecutionReconciler:
+    store = MemoryStore()
+    return ExecutionReconciler(store, FakeClock(), Informer(store, registry.WORK), Informer(store, registry.CLUSTER),
+                               connect=None, serves=lambda _: True, retainer=retainer)  # type: ignore[arg-type]
+
+
+async def test_retain_keeps_what_the_member_set_when_the_object_is_written_over() -> None:
+    script = ("function Retain(desired, observed)\n  desired.spec.replicas = observed.spec.replicas\n"
+              "  return desired\nend")
+    reconciler = execution(CustomizedInterpreter([customization("retention", script)], runner=InProcess()))
+    desired = owned_widget(size=4)
+    member = Member({**owned_widget(size=3, replicas=7), "metadata": {
+        **owned_widget()["metadata"], "resourceVersion": "12"}})
+    await apply_owned(member, desired, "member1", "karmada-es-member1", "w",  # type: ignore[arg-type]
+                      reconciler._retain_for(desired))
+    (written,) = member.applied
+    assert written["spec"] == {"size": 4, "replicas": 7}
+    assert written["metadata"]["labels"]["karmada.io/managed"] == "true"
+    # Nothing to retain from when the object is new: the desired object as it is.
+    new = Member(None)  # type: ignore[arg-type]
+    await apply_owned(new, desired, "member1", "karmada-es-member1", "w",  # type: ignore[arg-type]
+                      reconciler._retain_for(desired))
+    assert new.applied[0]["spec"] == {"size": 4}
+    assert reconciler._retain_for({"apiVersion": "apps/v1", "kind": "Deployment"}) is None
+
+
+async def test_a_failing_retain_writes_nothing() -> None:
+    script = "function Retain(desired, observed)\n  return nil\nend"
+    reconciler = execution(CustomizedInterpreter([customization("retention", script)], runner=InProcess()))
+    desired = owned_widget(size=4)
+    member = Member({**owned_widget(size=3, replicas=7), "metadata": {
+        **owned_widget()["metadata"], "resourceVersion": "12"}})
+    with pytest.raises(RetainFailed, match="Retain returned a nil, not an object"):
+        await apply_owned(member, desired, "member1", "karmada-es-member1", "w",  # type: ignore[arg-type]
+                          reconciler._retain_for(desired))
+    assert member.applied == []

@@ -27,9 +27,9 @@ _BINDINGS = ("ResourceBinding", "ClusterResourceBinding")
 
 
 # The customizations Flotilla does not run yet, and what each decides in Karmada (health,
-# replicaResource, replicaRevision, statusReflection, statusAggregation: flotilla/interpreter/).
+# replicaResource, replicaRevision, statusReflection, statusAggregation, retention:
+# flotilla/interpreter/).
 _INTERPRETER_OPERATIONS = {
-    "retention": "which of a member's own changes an update keeps",
     "dependencyInterpretation": "the dependencies propagated with the workload",
 }
 
