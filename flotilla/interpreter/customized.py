@@ -9,7 +9,9 @@ kind with a customization:
 - `AggregateStatus(desired, statusItems) -> obj` (statusAggregation): the template with the
   members' statuses aggregated;
 - `Retain(desired, observed) -> desired` (retention): the object to write over a member's,
-  keeping what the member's own controllers set.
+  keeping what the member's own controllers set;
+- `GetDependencies(obj) -> [{apiVersion, kind, namespace, name}]` (dependencyInterpretation):
+  what propagateDeps sends along with the workload.
 
 Every call runs in the service's ScriptPool (flotilla.interpreter.pool), like health: a script
 can hang in one C call that only killing its worker stops. Nothing here falls back to a guess
@@ -38,6 +40,7 @@ from flotilla.member.quantity import Format, format_quantity
 
 __all__ = [
     "AGGREGATE_STATUS",
+    "GET_DEPENDENCIES",
     "GET_REPLICAS",
     "REFLECT_STATUS",
     "RETAIN",
@@ -53,8 +56,10 @@ REVISE_REPLICA = "ReviseReplica"
 REFLECT_STATUS = "ReflectStatus"
 AGGREGATE_STATUS = "AggregateStatus"
 RETAIN = "Retain"
+GET_DEPENDENCIES = "GetDependencies"
 OPERATIONS = {
     "retention": RETAIN,
+    "dependency_interpretation": GET_DEPENDENCIES,
     "replica_resource": GET_REPLICAS,
     "replica_revision": REVISE_REPLICA,
     "status_reflection": REFLECT_STATUS,
@@ -189,6 +194,48 @@ class CustomizedInterpreter:
         if error:
             return Interpreted(error=error, customization=name)
         return _object_result(RETAIN, values, name)
+
+
+    async def get_dependencies(self, obj: Mapping[str, Any]) -> Interpreted:
+        """`GetDependencies(obj)`: a list of (apiVersion, kind, namespace, name), the namespace
+        the workload's when the script leaves it out; or the error (never a partial list: one
+        dependency missing from it would take that dependent off every member)."""
+        values, error, name = await self._call(GET_DEPENDENCIES, obj, [obj])
+        if error:
+            return Interpreted(error=error, customization=name)
+        try:
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+            return Interpreted(dependency_list(values, namespace), customization=name)
+        except ValueError as e:
+            return Interpreted(error=f"{GET_DEPENDENCIES}: {e}", customization=name)
+
+
+def dependency_list(values: Sequence[LuaValue], namespace: str) -> list[tuple[str, str, str, str]]:
+    """GetDependencies' answer as Karmada's DependentObjectReferences; a labelSelector (which
+    Karmada can resolve to many objects) is not supported: the answer is refused, not half-read."""
+    first = values[0] if values else LuaValue("nil", None)
+    if first.type == "nil" or (first.type == "table" and first.value in ({}, [])):
+        return []
+    if first.type != "table" or not isinstance(first.value, list):
+        raise ValueError(f"returned a {first.type}, not a list of dependencies")
+    result = []
+    for i, entry in enumerate(first.value):
+        if not isinstance(entry, dict):
+            raise ValueError(f"dependency {i + 1} is not a table")
+        if entry.get("labelSelector") is not None:
+            raise ValueError(f"dependency {i + 1}: a labelSelector is not supported by Flotilla; name the object")
+        fields = [entry.get(field) for field in ("apiVersion", "kind", "name")]
+        if not all(isinstance(field, str) and field for field in fields):
+            raise ValueError(f"dependency {i + 1} needs apiVersion, kind and name as strings")
+        dep_namespace = entry.get("namespace") or namespace
+        if not isinstance(dep_namespace, str):
+            raise ValueError(f"dependency {i + 1}: namespace is not a string")
+        if dep_namespace != namespace:
+            # Karmada's distributor propagates a workload's dependencies in its own namespace.
+            raise ValueError(f"dependency {i + 1} is in namespace {dep_namespace!r}, not the workload's")
+        api_version, kind, name = fields
+        result.append((str(api_version), str(kind), dep_namespace, str(name)))
+    return result
 
 
 def _object_result(function: str, values: Sequence[LuaValue], name: str) -> Interpreted:

@@ -95,8 +95,9 @@ class ExecutorControllers:
                  interpreter_workers: int = DEFAULT_WORKERS) -> None:
         self.config = config = config or ExecutorConfig()
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
-        # The customizations' replicaResource, replicaRevision and statusAggregation scripts, which
-        # the detector, the binding controller and the binding-status controller run. A pool of its
+        # The customizations' replicaResource, replicaRevision, statusAggregation and
+        # dependencyInterpretation scripts, which the detector, the binding controller, the
+        # binding-status controller and the dependencies distributor run. A pool of its
         # own (the execution side's runs health and statusReflection scripts): its workers start at
         # the first call, so a plane without such scripts runs none.
         self.customizations = manager.informer(registry.RESOURCE_INTERPRETER_CUSTOMIZATION)
@@ -127,7 +128,8 @@ class ExecutorControllers:
             self.templates, self.bindings, self.interpreter, self.customizations.unknown),
             workers=config.workers)
         self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(
-            store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates), workers=config.workers)
+            store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates, self.interpreter, events),
+            workers=config.workers)
         self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
         self.binding_reconciler = BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
@@ -174,7 +176,7 @@ class ExecutorControllers:
 
     def _on_customization(self, event: WatchEvent[config_pb2.ResourceInterpreterCustomization]) -> None:
         """New scripts: the target kind's bindings are built again (replicas), and so are their Works
-        (revision) and their templates' status (aggregation)."""
+        (revision), their templates' status (aggregation) and their dependents (dependencies)."""
         self.interpreter.set_customizations(self.customizations.list())
         target = event.obj.spec.target
         for kind, informer in self.bindings.items():
@@ -186,6 +188,7 @@ class ExecutorControllers:
                     key = binding_key(kind, object_key(meta.namespace, meta.name))
                     self.binding_controller.enqueue(key)
                     self.binding_status.enqueue(key)
+                    self.distributor.enqueue(key)
 
     def _route_policies(self, policies: Informer[P]) -> None:
         manager = self.manager

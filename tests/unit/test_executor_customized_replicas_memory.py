@@ -120,8 +120,10 @@ async def report_flink(store: ObjectStore, cluster: str, work_name: str, status:
     await store.mutate(registry.WORK, keys.execution_namespace(cluster), work_name, change, status=True)
 
 
-def widget_customization(replicas: str, revision: str = "", aggregation: str = "") -> Any:
+def widget_customization(replicas: str, revision: str = "", aggregation: str = "", dependencies: str = "") -> Any:
     rules: dict[str, Any] = {"replicaResource": {"luaScript": f"function GetReplicas(obj)\n  {replicas}\nend"}}
+    if dependencies:
+        rules["dependencyInterpretation"] = {"luaScript": f"function GetDependencies(obj)\n  {dependencies}\nend"}
     if aggregation:
         rules["statusAggregation"] = {"luaScript": f"function AggregateStatus(obj, items)\n  {aggregation}\nend"}
     if revision:
@@ -254,3 +256,55 @@ async def test_a_failing_aggregate_status_leaves_the_template_status_with_an_eve
         (event,) = await warnings(store, "AggregateStatusFailed")
         assert event.involved_object.kind == "Widget" and "cannot add widgets" in event.message
         assert "status" not in json.loads((await store.get(WIDGET, "default", "w")).content)
+
+
+def config_map(name: str) -> Any:
+    return codec.from_dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"},
+                            "data": {"a": "b"}})
+
+
+async def test_get_dependencies_sends_what_the_script_names_and_a_failure_detaches_nothing(
+        store: ObjectStore) -> None:
+    customization = widget_customization(
+        "return obj.spec.size",
+        dependencies="return {{apiVersion = 'v1', kind = 'ConfigMap', name = obj.spec.config}}")
+    await store.create(customization)
+    template = widget(2)
+    content = json.loads(template.content)
+    content["spec"]["config"] = "widget-config"
+    template.content = codec.raw_json(content)
+    await store.create(template)
+    policy = widget_policy()
+    policy.spec.propagate_deps = True
+    await store.create(policy)
+    await store.create(config_map("widget-config"))
+    attached_name = "default/widget-config-configmap"
+    async with (running(store), watching(store, registry.RESOURCE_BINDING) as bindings,
+                watching(store, registry.WORK) as works_):
+        await bindings.until(lambda: bindings.informer.get("default/w-widget") is not None)
+        await schedule(store, "default", "w-widget", [("member1", 1), ("member2", 1)])
+
+        def required() -> list[tuple[str, list[str]]]:
+            attached = bindings.informer.get(attached_name)
+            return [] if attached is None else [(s.name, [c.name for c in s.clusters])
+                                                for s in attached.spec.required_by]
+
+        await bindings.until(lambda: required() == [("w-widget", ["member1", "member2"])])
+        work_name = keys.work_name("default", "widget-config", "ConfigMap")
+        await works_.until(lambda: all(work_in(works_, c, work_name) is not None for c in ("member1", "member2")))
+
+        def broken(ric: Any) -> None:
+            ric.spec.customizations.dependency_interpretation.lua_script = (
+                "function GetDependencies(obj)\n  return 'widget-config'\nend")
+
+        await store.mutate(registry.RESOURCE_INTERPRETER_CUSTOMIZATION, "", "widgets", broken)
+        for _ in range(100):
+            if await warnings(store, "GetDependenciesFailed"):
+                break
+            await asyncio.sleep(0.05)
+        (event,) = await warnings(store, "GetDependenciesFailed")
+        assert event.involved_object.kind == "Widget" and "not a list of dependencies" in event.message
+        # The dependent stays attached, and on both members.
+        assert required() == [("w-widget", ["member1", "member2"])]
+        assert all(not work_in(works_, c, work_name).metadata.HasField("deletion_timestamp")
+                   for c in ("member1", "member2"))

@@ -303,3 +303,39 @@ async def test_a_failing_retain_writes_nothing() -> None:
         await apply_owned(member, desired, "member1", "karmada-es-member1", "w",  # type: ignore[arg-type]
                           reconciler._retain_for(desired))
     assert member.applied == []
+
+
+# -- dependencyInterpretation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("return {{apiVersion = 'v1', kind = 'Secret', name = 's'}}", [("v1", "Secret", "default", "s")]),
+    ("return {{apiVersion = 'v1', kind = 'Secret', namespace = 'default', name = 's'},"
+     " {apiVersion = 'v1', kind = 'ConfigMap', name = 'c'}}",
+     [("v1", "Secret", "default", "s"), ("v1", "ConfigMap", "default", "c")]),
+    ("return {}", []),
+    ("return nil", []),
+])
+async def test_get_dependencies_names_the_workloads_dependents(body: str, expected: list[Any]) -> None:
+    script = f"function GetDependencies(obj)\n  {body}\nend"
+    widget = {**WIDGET, "metadata": {"name": "w", "namespace": "default"}}
+    answer = await CustomizedInterpreter([customization("dependencyInterpretation", script)],
+                                         runner=InProcess()).get_dependencies(widget)
+    assert answer.ok, answer.error
+    assert answer.value == expected
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    ("return 'secret'", "returned a string, not a list of dependencies"),
+    ("return {{apiVersion = 'v1', kind = 'Secret'}}", "dependency 1 needs apiVersion, kind and name"),
+    ("return {{apiVersion = 'v1', kind = 'Secret', labelSelector = {matchLabels = {a = 'b'}}}}",
+     "labelSelector is not supported by Flotilla"),
+    ("return {{apiVersion = 'v1', kind = 'Secret', namespace = 'other', name = 's'}}",
+     "is in namespace 'other', not the workload's"),
+])
+async def test_get_dependencies_without_a_usable_answer_is_an_error(body: str, error: str) -> None:
+    script = f"function GetDependencies(obj)\n  {body}\nend"
+    widget = {**WIDGET, "metadata": {"name": "w", "namespace": "default"}}
+    answer = await CustomizedInterpreter([customization("dependencyInterpretation", script)],
+                                         runner=InProcess()).get_dependencies(widget)
+    assert not answer.ok and error in answer.error

@@ -26,13 +26,6 @@ _CLUSTER = ("Cluster",)
 _BINDINGS = ("ResourceBinding", "ClusterResourceBinding")
 
 
-# The customizations Flotilla does not run yet, and what each decides in Karmada (health,
-# replicaResource, replicaRevision, statusReflection, statusAggregation, retention:
-# flotilla/interpreter/).
-_INTERPRETER_OPERATIONS = {
-    "dependencyInterpretation": "the dependencies propagated with the workload",
-}
-
 
 @dataclass(frozen=True)
 class KarmadaField:
@@ -55,9 +48,6 @@ REFUSED: tuple[KarmadaField, ...] = (
     KarmadaField(_BINDINGS, "spec.workloadAffinityGroups",
                  "Karmada's scheduler places the binding with (or apart from) its group; Flotilla's does not "
                  "read it"),
-    *(KarmadaField(_INTERPRETER, f"spec.customizations.{name}",
-                   f"Karmada's script decides {effect}; Flotilla does not run this script")
-      for name, effect in _INTERPRETER_OPERATIONS.items()),
 )
 
 # Fields that change nothing Flotilla does: admitted, with a warning.
