@@ -32,7 +32,9 @@ Replicas of a kind with a ResourceInterpreterCustomization `replicaResource` scr
   script that fails, overruns or answers nonsense never makes a binding from a guess (0
   replicas would make a Divided policy copy the whole workload to every cluster): the binding is
   neither made nor changed, a Warning event InterpretReplicaFailed goes to the template, and the
-  key is retried with backoff (Karmada's detector fails its apply the same way).
+  key is retried with backoff (Karmada's detector fails its apply the same way). While a
+  customization is stored but cannot be read, its target is unknown: no binding of a kind without
+  Karmada's native replica rule is made or changed (the same event), as health reads Unknown then.
 """
 
 from __future__ import annotations
