@@ -14,15 +14,21 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from flotilla.aio.clock import RealClock
 from flotilla.api import codec, keys, registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import core_pb2, work_pb2
+from flotilla.interpreter.customized import CustomizedInterpreter
 from flotilla.scheduler import core
 from flotilla.scheduler.framework import Framework
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
+from flotilla.store.informer import Informer
+from services.executor import policy_match
 from services.executor.controllers import ExecutorControllers
+from services.executor.detector import SELECTOR_INDEX, ReplicasNotInterpreted, TemplateReconciler, template_key
 from tests.background import in_background
 from tests.factories import EXAMPLES_DIR
 from tests.unit.test_executor_binding_flow_memory import manifest, schedule, watching, work_in
@@ -308,3 +314,23 @@ async def test_get_dependencies_sends_what_the_script_names_and_a_failure_detach
         assert required() == [("w-widget", ["member1", "member2"])]
         assert all(not work_in(works_, c, work_name).metadata.HasField("deletion_timestamp")
                    for c in ("member1", "member2"))
+
+
+async def test_an_unreadable_customization_holds_bindings_of_kinds_without_a_native_rule(store: ObjectStore) -> None:
+    policies = Informer(store, registry.PROPAGATION_POLICY)
+    cluster_policies = Informer(store, registry.CLUSTER_PROPAGATION_POLICY)
+    for informer in (policies, cluster_policies):
+        informer.add_indexer(SELECTOR_INDEX, policy_match.selector_index)
+    await store.create(widget(4))
+    await store.create(widget_policy())
+    async with in_background(policies.run()), in_background(cluster_policies.run()):
+        await policies.wait_synced()
+        await cluster_policies.wait_synced()
+        reconciler = TemplateReconciler(store, RealClock(), policies, cluster_policies,
+                                        events=EventRecorder(store, "executor"),
+                                        interpreter=CustomizedInterpreter(), unreadable=lambda: ["widgets"])
+        with pytest.raises(ReplicasNotInterpreted, match="ResourceInterpreterCustomization widgets cannot be read"):
+            await reconciler.reconcile(template_key("example.io/v1", "Widget", "default", "w"))
+        assert await store.try_get(registry.RESOURCE_BINDING, "default", "w-widget") is None
+        (event,) = await warnings(store, "InterpretReplicaFailed")
+        assert event.involved_object.kind == "Widget"
