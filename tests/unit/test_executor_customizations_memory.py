@@ -1,9 +1,10 @@
-"""ResourceInterpreterCustomization replicaResource and replicaRevision through the executor's
-detector and binding controller on a MemoryStore, scripts run in the executor's own ScriptPool:
-Karmada's FlinkDeployment customization, unchanged, makes a Divided policy split a
-FlinkDeployment by its replicas; a Widget's ReviseReplica gives each cluster its share; and a
-script without an answer changes nothing (the binding keeps its replicas, the Works stay) and
-says why in an Event."""
+"""ResourceInterpreterCustomization scripts through the executor's detector, binding controller,
+binding-status controller and dependencies distributor on a MemoryStore, run in the executor's own
+ScriptPool: Karmada's FlinkDeployment customization, unchanged, makes a Divided policy split a
+FlinkDeployment by its replicas and aggregates its status; a Widget's ReviseReplica gives each
+cluster its share and its GetDependencies sends a ConfigMap along; and a script without an answer
+changes nothing (the binding keeps its replicas, the Works, the template's status and the
+attached dependents stay) and says why in an Event."""
 
 from __future__ import annotations
 
