@@ -32,6 +32,7 @@ from flotilla.store.memory import MemoryStore
 from services.executor.execution import ExecutionReconciler
 from services.executor.member_writes import RetainFailed, apply_owned
 from services.executor.work_status import manifest_statuses
+from services.webhook.rules.interpreter import validate_interpreter_customization
 from tests.factories import EXAMPLES_DIR
 
 CASES = Path(__file__).resolve().parents[1] / "interpreter_cases" / "flink"
@@ -339,3 +340,15 @@ async def test_get_dependencies_without_a_usable_answer_is_an_error(body: str, e
     answer = await CustomizedInterpreter([customization("dependencyInterpretation", script)],
                                          runner=InProcess()).get_dependencies(widget)
     assert not answer.ok and error in answer.error
+
+
+# -- admission ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["replicaResource", "replicaRevision", "statusReflection", "statusAggregation",
+                                   "retention", "dependencyInterpretation", "componentResource"])
+def test_admission_compiles_each_customization_and_names_its_field(field: str) -> None:
+    errors = list(validate_interpreter_customization(customization(field, "function F(obj)\n  return 1\n")))
+    assert [e.path for e in errors] == [f"spec.customizations.{field}.luaScript"]
+    assert "Lua script does not compile" in errors[0].reason and "'end' expected" in errors[0].reason
+    assert list(validate_interpreter_customization(customization(field, "function F(obj) return 1 end"))) == []
