@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from flotilla.api.codec import FieldError
-from flotilla.api.limits import MAX_ANNOTATIONS_BYTES, MAX_SELECTORS
+from flotilla.api.limits import MAX_ANNOTATIONS_BYTES
 from flotilla.api.v1.policy_pb2 import (
     ClusterOverridePolicy,
     LabelAnnotationOverrider,
@@ -21,13 +21,12 @@ from flotilla.api.v1.policy_pb2 import (
     Overriders,
     OverrideSpec,
     PatchOperation,
-    ResourceSelector,
 )
 from flotilla.rules.overrides import ADD, IMAGE_COMPONENTS, OPERATORS, REMOVE, REPLACE
 from services.webhook.rules import names
 from services.webhook.rules.affinity import validate_cluster_affinity
-from services.webhook.rules.fields import check, child, index, invalid, key, required, too_long, too_many, unsupported
-from services.webhook.rules.selectors import validate_label_selector
+from services.webhook.rules.fields import check, child, index, invalid, key, required, too_long, unsupported
+from services.webhook.rules.selectors import validate_resource_selectors
 
 COMMAND_ARGS_OPERATORS = (ADD, REMOVE)
 _BAD_ESCAPE = re.compile(r"~(?![01])")
@@ -39,7 +38,9 @@ def validate_override_policy(policy: OverridePolicy | ClusterOverridePolicy) -> 
 
 
 def validate_override_spec(spec: OverrideSpec, namespace: str | None, path: str) -> Iterator[FieldError]:
-    yield from _resource_selectors(spec.resource_selectors, namespace, child(path, "resourceSelectors"))
+    # Empty selects every resource (unlike a propagation policy's); an OverridePolicy only its namespace's.
+    yield from validate_resource_selectors(spec.resource_selectors, namespace, False, child(path, "resourceSelectors"),
+                                           kind="OverridePolicy", at_least_one=False)
     if spec.HasField("target_cluster"):
         if spec.override_rules:
             yield FieldError(child(path, "targetCluster"), "overrideRules and targetCluster can't co-exist")
@@ -56,25 +57,6 @@ def validate_override_spec(spec: OverrideSpec, namespace: str | None, path: str)
 
 def _has_overriders(overriders: Overriders) -> bool:
     return any(len(getattr(overriders, f.name)) for f in overriders.DESCRIPTOR.fields)
-
-
-def _resource_selectors(selectors: Sequence[ResourceSelector], namespace: str | None,
-                        path: str) -> Iterator[FieldError]:
-    """Empty selects every resource (unlike a propagation policy's); an OverridePolicy only its namespace's."""
-    if len(selectors) > MAX_SELECTORS:
-        yield too_many(path, len(selectors), MAX_SELECTORS)
-        return
-    for i, selector in enumerate(selectors):
-        selector_path = index(path, i)
-        if not selector.api_version:
-            yield required(child(selector_path, "apiVersion"))
-        if not selector.kind:
-            yield required(child(selector_path, "kind"))
-        if namespace and selector.namespace and selector.namespace != namespace:
-            yield invalid(child(selector_path, "namespace"), selector.namespace,
-                          "namespace of resource selector must be the same as the namespace of the policy")
-        if selector.HasField("label_selector"):
-            yield from validate_label_selector(selector.label_selector, child(selector_path, "labelSelector"))
 
 
 def validate_overriders(overriders: Overriders, path: str) -> Iterator[FieldError]:

@@ -31,14 +31,16 @@ def selects_service_import(selectors: Sequence[ResourceSelector]) -> bool:
 
 
 def validate_resource_selectors(
-    selectors: Sequence[ResourceSelector], policy_namespace: str | None, names_required: bool, path: str
+    selectors: Sequence[ResourceSelector], policy_namespace: str | None, names_required: bool, path: str,
+    kind: str = "PropagationPolicy", at_least_one: bool = True,
 ) -> Iterator[FieldError]:
-    """`policy_namespace` is None for a ClusterPropagationPolicy, which may select any namespace.
+    """`policy_namespace` is None for a cluster-scoped policy, which may select any namespace.
 
     `names_required` is set by `preemption: Always`: a policy may only take
-    resources over from another policy when it names each of them.
+    resources over from another policy when it names each of them. An OverridePolicy's empty
+    list selects everything (`at_least_one=False`).
     """
-    if not selectors:
+    if at_least_one and not selectors:
         yield FieldError(path, "required: a policy must select at least one resource")
     if len(selectors) > MAX_SELECTORS:
         # One line, not one per selector: the list is refused as a whole.
@@ -55,7 +57,7 @@ def validate_resource_selectors(
             yield invalid(
                 child(selector_path, "namespace"),
                 selector.namespace,
-                f'a PropagationPolicy can only select resources in its own namespace "{policy_namespace}"',
+                f'a {kind} can only select resources in its own namespace "{policy_namespace}"',
             )
         if names_required and not selector.name:
             yield FieldError(child(selector_path, "name"), "required when preemption is Always")
