@@ -41,6 +41,8 @@ SAMPLES: dict[str, Any] = {
     "spec.association": True,
     "spec.impersonatorSecretRef": {"namespace": "karmada-cluster", "name": "member1-impersonator"},
     "spec.workloadAffinityGroups": {"affinityGroup": "app"},
+    "spec.replicaRequirements.nodeClaim.hardNodeAffinity": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]},
 }
 _SCRIPT = {"luaScript": "function Interpret(observedObj)\n  return observedObj\nend\n"}
 

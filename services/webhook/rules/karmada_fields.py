@@ -45,6 +45,9 @@ REFUSED: tuple[KarmadaField, ...] = (
     KarmadaField(_CLUSTER, "spec.resourceModels",
                  "Karmada's estimator counts replicas by the models' grades; Flotilla's from the member's "
                  "resource summary only"),
+    KarmadaField(_BINDINGS, "spec.replicaRequirements.nodeClaim.hardNodeAffinity",
+                 "Karmada's estimator counts only the nodes this affinity admits; Flotilla's counts from the "
+                 "member's resource summary"),
     KarmadaField(_BINDINGS, "spec.workloadAffinityGroups",
                  "Karmada's scheduler places the binding with (or apart from) its group; Flotilla's does not "
                  "read it"),
