@@ -74,6 +74,7 @@ def up(args: argparse.Namespace) -> int:
     plane = LocalControlPlane(Path(args.data_dir or DEFAULT_DATA_DIR), args.etcd_endpoints, args.etcd_port, args.detach,
                               extra_env=service_env(args.profile, args.feature_gates), sim_clusters=args.sim_clusters,
                               replicas=args.replicas, etcd_members=args.etcd_members, insecure=args.insecure, ca=ca,
+                              sim_nodes=args.sim_nodes, sim_node_pods=args.sim_node_pods,
                               encryption_key_file=Path(args.encryption_key_file) if args.encryption_key_file else None)
     # Before anything is started, and outside the clean-up below: a plane already running
     # from this directory is not ours to stop.
@@ -200,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_up.add_argument("--detach", action="store_true", help="return once every service is SERVING")
     p_up.add_argument("--sim-clusters", type=int, default=0,
                       help="start a simulator with member1..memberN joined (the last in Pull mode when N >= 3)")
+    p_up.add_argument("--sim-nodes", type=positive_int, default=3, metavar="N",
+                      help="nodes of each simulated member (default %(default)s)")
+    p_up.add_argument("--sim-node-pods", type=positive_int, default=110, metavar="N",
+                      help="pods each simulated node takes (default %(default)s, a kubelet's default): a member "
+                           "holds nodes x pods replicas")
     p_up.add_argument("--profile", choices=sorted(PROFILES), default="default",
                       help="timings: Karmada's defaults, or demo (failover within seconds)")
     p_up.add_argument("--feature-gates", type=feature_gates, default={}, metavar="NAME=BOOL,...",

@@ -107,7 +107,7 @@ class LocalControlPlane:
                  detach: bool, extra_env: dict[str, str] | None = None, sim_clusters: int = 0,
                  replicas: int = 1, etcd_members: int = 1,
                  insecure: bool = False, ca: tuple[Path, Path] | None = None,
-                 encryption_key_file: Path | None = None) -> None:
+                 encryption_key_file: Path | None = None, sim_nodes: int = 3, sim_node_pods: int = 110) -> None:
         self.insecure = insecure
         self.ca = ca
         self.certificates: dict[str, tls.TLSFiles] = {}
@@ -119,6 +119,7 @@ class LocalControlPlane:
         self.extra_env = extra_env or {}
         self.sim_clusters = sim_clusters
         self.sim_port = 0
+        self.sim_nodes, self.sim_node_pods = sim_nodes, sim_node_pods
         self.api_ports: dict[str, int] = {}
         self.replicas = replicas
         self.etcd_members = etcd_members
@@ -168,6 +169,7 @@ class LocalControlPlane:
             delay = self.extra_env.get("FLOTILLA_POD_READY_DELAY")
             self._spawn("sim", "-m", "sim", "--port", str(self.sim_port), "--clusters", str(self.sim_clusters),
                         "--data-dir", str(self.sim_dir), "--etcd-endpoints", self.endpoints,
+                        "--nodes", str(self.sim_nodes), "--node-pods", str(self.sim_node_pods),
                         *(["--pod-ready-delay", delay] if delay else []))
         self._save()
 

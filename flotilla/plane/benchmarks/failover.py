@@ -546,6 +546,8 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
             "writes_by_resource": dict(sorted(counts.items())) if counted else None,
         },
         "processes": processes.report(),
+        # What each process spent on one evicted binding (the plane's cost per binding, and where it goes).
+        "cpu_ms_per_evicted_binding": cpu_ms_per_binding(processes.report(), evicted),
         # The benchmark's own processes share the machine: what they take, the plane does not get.
         "harness_processes": measuring.report(),
         # Every controller's passes over the failover, per evicted binding (a busy queue folds a
@@ -554,6 +556,13 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
             per_binding(reconciles_before, reconciles_after, evicted) if evicted else None,
         "load_average": [round(x, 2) for x in load_before],
     }
+
+
+def cpu_ms_per_binding(report: dict[str, dict[str, float]], evicted: int) -> dict[str, float | None]:
+    """Each process's CPU milliseconds per evicted binding; None where nothing was evicted or the
+    CPU time is unknown."""
+    return {name: round(1000 * figures["cpu_s"] / evicted, 2) if evicted and figures["cpu_s"] == figures["cpu_s"]
+            else None for name, figures in report.items()}
 
 
 def _rounded(at: float | None, since: float | None) -> float | None:
