@@ -131,7 +131,8 @@ def write_refusal(target: Target, verb: str, old: Message | None, new: Message |
     annotations and finalizers (`old` and `new` are the stored and the proposed object)."""
     if not target.is_object or (target.builtin is not None and target.builtin.resource in _FREELY_WRITTEN):
         return ""
-    if verb == "update" and old is not None and new is not None and _fixed_part(old) == _fixed_part(new):
+    if verb == "update" and old is not None and new is not None and \
+            _without(old, _BOOKKEEPING) == _without(new, _BOOKKEEPING):
         return ""
     what = f'{target.resource}{"." + target.api_group if target.api_group else ""} "{target.name}"'
     if verb == "update":
@@ -140,20 +141,29 @@ def write_refusal(target: Target, verb: str, old: Message | None, new: Message |
     return f"{what}: {verb} it through admission (flotillactl apply / delete), not the storage API"
 
 
-def _fixed_part(obj: Message) -> bytes:
-    """What only admission may change: the object without its status, annotations, finalizers
-    and resourceVersion."""
+# Metadata the storage API may change besides the status: (proto field, JSON field).
+_BOOKKEEPING = (("annotations", "annotations"), ("finalizers", "finalizers"))
+
+
+def status_only(old: Message, new: Message) -> bool:
+    """Whether `new` differs from `old` in its status alone (an update of the `status` subresource)."""
+    return _without(old, ()) == _without(new, ())
+
+
+def _without(obj: Message, metadata: tuple[tuple[str, str], ...]) -> bytes:
+    """The object without its status, its resourceVersion and the `metadata` fields named."""
     fixed: Any = type(obj)()
     fixed.CopyFrom(obj)
-    for name in ("annotations", "finalizers", "resource_version"):
+    names = (*metadata, ("resource_version", "resourceVersion"))
+    for name, _ in names:
         fixed.metadata.ClearField(name)
     if isinstance(fixed, meta_pb2.Unstructured):
         content = jsonbytes.loads(fixed.content or b"{}")
         content.pop("status", None)
         meta = content.get("metadata")
         if isinstance(meta, dict):
-            for name in ("annotations", "finalizers", "resourceVersion"):
-                meta.pop(name, None)
+            for _, json_name in names:
+                meta.pop(json_name, None)
         fixed.content = jsonbytes.dumps_sorted(content)
     elif "status" in fixed.DESCRIPTOR.fields_by_name:
         fixed.ClearField("status")

@@ -22,7 +22,7 @@ from opentelemetry import trace
 from flotilla.api import codec, registry
 from flotilla.api.limits import MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
-from flotilla.security.rbac import ACCESS_REVIEW, Decision, User
+from flotilla.security.rbac import ACCESS_REVIEW, User
 from flotilla.security.rbac import Request as Access
 from flotilla.store import Conflict, NotFound
 from flotilla.store.base import meta_of, object_key_of
@@ -125,18 +125,12 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         self.authorizer = self.gate.authorizer
         self._recording: set[asyncio.Task[None]] = set()
 
-    async def _caller(self, context: grpc.aio.ServicerContext) -> User:
-        return await self.gate.caller(context)
-
-    def _decide(self, method: str, user: User, request: Access, decision: Decision) -> Decision:
-        return self.gate.decide(method, user, request, decision)
-
     def _authorize(self, method: str, user: User) -> Authorize:
         """The check admission runs once it knows whether the write creates or updates."""
         def check(verb: str, obj: Message) -> None:
             meta = meta_of(obj)
             request = request_for(verb, registry.for_object(obj), meta.namespace, meta.name)
-            decision = self._decide(method, user, request, self.authorizer.admit(user, request, obj))
+            decision = self.gate.decide(method, user, request, self.authorizer.admit(user, request, obj))
             if not decision.allowed:
                 raise Forbidden(decision.reason)
         return check
@@ -152,7 +146,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
 
     async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
-        user = await self._caller(context)
+        user = await self.gate.caller(context)
         identity = applied_by(user)
         doc = document(request)
         if isinstance(doc, Review):
@@ -187,7 +181,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     async def _review(self, method: str, request: Request, context: grpc.aio.ServicerContext,
                       validate: bool = True) -> webhook_pb2.AdmissionResponse:
         """A dry run is authorized as the write it previews, as Kubernetes' dry-run is."""
-        user = await self._caller(context)
+        user = await self.gate.caller(context)
         doc = document(request)
         if isinstance(doc, Review):
             return _response(doc)
@@ -199,16 +193,14 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
 
     async def Delete(self, request: webhook_pb2.DeleteRequest, context: grpc.aio.ServicerContext
                      ) -> webhook_pb2.DeleteResponse:
-        user = await self._caller(context)
+        user = await self.gate.caller(context)
         try:
             rt = deletable_type(request.api_version, request.kind)
         except registry.UnknownResourceError as e:
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
         namespace = (request.namespace or "default") if rt.namespaced else ""
         asked = request_for(DELETE, rt, namespace, request.name)
-        decision = self._decide("Delete", user, asked, self.authorizer.authorize(user, asked))
-        if not decision.allowed:
-            await abort(context, grpc.StatusCode.PERMISSION_DENIED, decision.reason)
+        await self.gate.check("Delete", user, asked, context)
         try:
             result, deleted = await self.admission.delete(request.api_version, request.kind, namespace,
                                                           request.name, request.resource_version)
@@ -227,7 +219,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
         """Anyone may ask about themselves; asking about another user needs the impersonate verb
         on that user (and on each group named), as kubectl's --as does, or `create` on
         subjectaccessreviews (the services' system:auth-delegator)."""
-        caller = await self._caller(context)
+        caller = await self.gate.caller(context)
         subject = caller
         if request.groups and not request.user:
             await abort(context, grpc.StatusCode.INVALID_ARGUMENT, "groups (--as-group) need a user (--as)")
@@ -240,14 +232,11 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
             if self.authorizer.authorize(caller, review).allowed:
                 wanted = [review]
             for impersonation in wanted:
-                decision = self._decide("ReviewAccess", caller, impersonation,
-                                        self.authorizer.authorize(caller, impersonation))
-                if not decision.allowed:
-                    await abort(context, grpc.StatusCode.PERMISSION_DENIED, decision.reason)
+                await self.gate.check("ReviewAccess", caller, impersonation, context)
             subject = User.of(request.user, request.groups)
         asked = Access(request.verb, request.api_group, request.resource, request.namespace, request.name,
                         request.subresource)
-        decision = self._decide("ReviewAccess", caller, asked, self.authorizer.authorize(subject, asked))
+        decision = self.gate.decide("ReviewAccess", caller, asked, self.authorizer.authorize(subject, asked))
         return webhook_pb2.AccessReviewResponse(allowed=decision.allowed, reason=decision.reason)
 
 

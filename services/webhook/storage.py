@@ -29,9 +29,10 @@ from flotilla.api import jsonbytes
 from flotilla.api.registry import LEASE_OWNERS_SEGMENT
 from flotilla.api.v1 import meta_pb2, storage_pb2, storage_pb2_grpc
 from flotilla.security.rbac import User
-from flotilla.security.storage_access import LEASE_GRANT, NotServed, Target, target_of, write_refusal
+from flotilla.security.storage_access import LEASE_GRANT, NotServed, Target, status_only, target_of, write_refusal
 from flotilla.store import Compacted, StoreError, Unavailable, Undecodable
 from flotilla.store.base import KeyValue, StoreBase, WatchKind, decode_object
+from flotilla.store.remote import COMPACTED
 from services.rpc import abort
 from services.webhook.callers import Gate
 
@@ -41,7 +42,6 @@ LEASE_OWNERS = f"/flotilla/{LEASE_OWNERS_SEGMENT}/"
 # A piece of a list: well under gRPC's 4 MiB default message limit.
 RANGE_PIECE_BYTES = 1 << 20
 MAX_LEASE_TTL = 3600
-COMPACTED = "compacted:"
 
 
 def _kv(kv: KeyValue) -> storage_pb2.KeyValue:
@@ -69,24 +69,6 @@ def decoded(target: Target, key: str, value: bytes) -> Message | None:
         raise Undecodable(target.resource, key, f"it is in namespace {obj.metadata.namespace!r}")
     found: Message = obj
     return found
-
-
-def status_only(old: Message, new: Message) -> bool:
-    """Whether `new` differs from `old` in its status alone."""
-    return _without_status(old) == _without_status(new)
-
-
-def _without_status(obj: Message) -> bytes:
-    copy: Any = type(obj)()
-    copy.CopyFrom(obj)
-    copy.metadata.ClearField("resource_version")
-    if isinstance(copy, meta_pb2.Unstructured):
-        content = jsonbytes.loads(copy.content or b"{}")
-        content.pop("status", None)
-        copy.content = jsonbytes.dumps_sorted(content)
-    elif "status" in copy.DESCRIPTOR.fields_by_name:
-        copy.ClearField("status")
-    return bytes(copy.SerializeToString(deterministic=True))
 
 
 class StorageServicer(storage_pb2_grpc.StorageServicer):
