@@ -40,7 +40,19 @@ FAILED = "member-000"
 # No binding change for this long means the scheduler is done with the backlog.
 QUIET_S = 0.5
 # Two clusters in each of the GROUPS groups, so that every kind of placement can be met.
-SMOKE = {"clusters": 2 * GROUPS, "bindings": 20}
+SMOKE = {"clusters": 2 * GROUPS, "bindings": 20, "phase_timeout": 45.0}
+
+
+class Stalled(Exception):
+    """A phase of the run did not finish in time; names the phase, with the scheduler's log."""
+
+
+async def phase(event: asyncio.Event, seconds: float, what: str, workdir: Path) -> None:
+    try:
+        await asyncio.wait_for(event.wait(), seconds)
+    except TimeoutError:
+        log = (workdir / "scheduler.log").read_text(errors="replace")[-4000:]
+        raise Stalled(f"{what} did not happen within {seconds:.0f} s; the scheduler's log ends:\n{log}") from None
 
 
 def cluster(i: int) -> Any:
@@ -136,20 +148,31 @@ async def gather_limited(limit: int, coroutines: list[Any]) -> None:
     await asyncio.gather(*(run(c) for c in coroutines))
 
 
-async def bench(clusters: int, bindings: int, workdir: Path) -> dict[str, Any]:
+async def bench(clusters: int, bindings: int, workdir: Path, phase_timeout: float) -> dict[str, Any]:
     with EmbeddedEtcd(workdir / "etcd") as etcd:
         store = await Store.connect(etcd.endpoint)
         await gather_limited(32, [store.create(cluster(i)) for i in range(clusters)])
         await gather_limited(64, [store.create(binding(i, clusters)) for i in range(bindings)])
 
         done_at: dict[str, float] = {}
+        # When each binding was first seen scheduled at each generation. The storm's results are
+        # read from here rather than matched as they arrive: a result can reach the informer
+        # before the eviction's own write has returned to us.
+        scheduled_at: dict[str, dict[int, float]] = {}
         evicted_gen: dict[str, int] = {}
         first_done = asyncio.Event()
         all_done = asyncio.Event()
         storm_done = asyncio.Event()
-        storm_seen: dict[str, float] = {}
 
         changed = asyncio.Event()
+
+        def rescheduled_at(key: str) -> float | None:
+            later = [t for gen, t in scheduled_at.get(key, {}).items() if gen >= evicted_gen[key]]
+            return min(later) if later else None
+
+        def check_storm() -> None:
+            if evicted_gen and all(rescheduled_at(k) is not None for k in evicted_gen):
+                storm_done.set()
 
         def on_binding(kind: EventType, obj: Any, old: Any) -> None:
             changed.set()
@@ -157,16 +180,16 @@ async def bench(clusters: int, bindings: int, workdir: Path) -> dict[str, Any]:
                 return
             key = obj.metadata.name
             now = time.perf_counter()
+            scheduled_at.setdefault(key, {}).setdefault(obj.metadata.generation, now)
             if key not in done_at:
                 done_at[key] = now
                 first_done.set()
                 if len(done_at) == bindings:
                     all_done.set()
-            elif key in evicted_gen and key not in storm_seen and obj.metadata.generation > evicted_gen[key]:
-                storm_seen[key] = now
-                if len(storm_seen) == len(evicted_gen):
-                    storm_done.set()
+            elif evicting_done.is_set():
+                check_storm()
 
+        evicting_done = asyncio.Event()
         informer = Informer(store, registry.RESOURCE_BINDING)
         informer.add_handler(on_binding)
         watching = asyncio.create_task(informer.run())
@@ -175,13 +198,16 @@ async def bench(clusters: int, bindings: int, workdir: Path) -> dict[str, Any]:
         started = time.perf_counter()
         proc = start_scheduler(etcd.endpoint, workdir)
         try:
-            await asyncio.wait_for(first_done.wait(), 120)
+            await phase(first_done, phase_timeout, "the scheduler's first result", workdir)
             first = min(done_at.values())
-            await asyncio.wait_for(all_done.wait(), 600)
+            await phase(all_done, phase_timeout, "every binding scheduled", workdir)
             last = max(done_at.values())
             backlog_s = last - first
 
-            await quiet(changed)
+            try:
+                await asyncio.wait_for(quiet(changed), phase_timeout)
+            except TimeoutError:
+                raise Stalled(f"the bindings still changed after {phase_timeout:.0f} s") from None
 
             # The storm: every binding on FAILED evicted from it at once.
             victims = [b for b in informer.list() if any(t.name == FAILED for t in b.spec.clusters)]
@@ -204,7 +230,10 @@ async def bench(clusters: int, bindings: int, workdir: Path) -> dict[str, Any]:
 
             storm_start = time.perf_counter()
             await gather_limited(64, [evict(v) for v in victims])
-            await asyncio.wait_for(storm_done.wait(), 300)
+            evicting_done.set()
+            check_storm()
+            await phase(storm_done, phase_timeout, "every evicted binding rescheduled", workdir)
+            storm_seen = {k: t for k in issued if (t := rescheduled_at(k)) is not None}
             storm_s = max(storm_seen.values()) - storm_start
             # A result can land before the eviction's own write returned to us; count it as 0.
             latencies = [max(storm_seen[k] - issued[k], 0.0) * 1000 for k in issued]
@@ -234,9 +263,14 @@ def main() -> None:
     parser = arguments.parser(__doc__)
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--bindings", type=int, default=10_000)
+    parser.add_argument("--phase-timeout", type=float, default=600.0,
+                        help="seconds each phase (first result, backlog, storm) may take before the run fails")
     args = arguments.parse(parser, SMOKE)
     with tempfile.TemporaryDirectory() as tmp:
-        print(json.dumps(asyncio.run(bench(args.clusters, args.bindings, Path(tmp)))))
+        try:
+            print(json.dumps(asyncio.run(bench(args.clusters, args.bindings, Path(tmp), args.phase_timeout))))
+        except Stalled as stalled:
+            sys.exit(f"schedule: {stalled}")
 
 
 if __name__ == "__main__":
