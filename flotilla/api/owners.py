@@ -84,7 +84,7 @@ _CARRY_WHY = ("; the task drop writes the aggregation without the dropped cluste
 FIELDS: tuple[Field, ...] = (
     # -- spec ------------------------------------------------------------------------------
     *(Field(f"spec.{name}", EXECUTOR, (_BUILD, _MERGE), _POLICY_WHY) for name in (
-        "propagateDeps", "replicaRequirements", "replicas", "placement", "schedulerName", "failover",
+        "propagateDeps", "replicaRequirements", "replicas", "components", "placement", "schedulerName", "failover",
         "conflictResolution", "preserveResourcesOnDeletion", "schedulePriority")),
     Field("spec.resource", EXECUTOR, (_BUILD, _MERGE, "services.executor.dependencies.attach"),
           "the template it binds (the dependencies distributor's attached bindings: the dependent)"),
@@ -111,7 +111,7 @@ FIELDS: tuple[Field, ...] = (
           "a WorkloadRebalancer's manual reschedule: its creationTimestamp, which the scheduler reads as a "
           "request to schedule afresh"),
     *(Field(f"spec.{name}", USER, (), "a user's document; no service writes it") for name in (
-        "components", "workloadAffinityGroups")),
+        "workloadAffinityGroups",)),
     # -- status ----------------------------------------------------------------------------
     Field("status.schedulerObservedGeneration", SCHEDULER, (_SCHEDULE, _OBSERVE),
           "which generation the scheduler has decided" + _TASK_DROP_WHY, (_TASK_DROP_OBSERVED,)),

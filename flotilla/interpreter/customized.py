@@ -11,7 +11,10 @@ kind with a customization:
 - `Retain(desired, observed) -> desired` (retention): the object to write over a member's,
   keeping what the member's own controllers set;
 - `GetDependencies(obj) -> [{apiVersion, kind, namespace, name}]` (dependencyInterpretation):
-  what propagateDeps sends along with the workload.
+  what propagateDeps sends along with the workload;
+- `GetComponents(obj) -> [{name, replicas, replicaRequirements}]` (componentResource): the pod
+  templates of a multi-component workload, read (as in Karmada) only under the feature gate
+  MultiplePodTemplatesScheduling.
 
 Every call runs in the service's ScriptPool (flotilla.interpreter.pool), like health: a script
 can hang in one C call that only killing its worker stops. Nothing here falls back to a guess
@@ -40,6 +43,7 @@ from flotilla.member.quantity import Format, format_quantity
 
 __all__ = [
     "AGGREGATE_STATUS",
+    "GET_COMPONENTS",
     "GET_DEPENDENCIES",
     "GET_REPLICAS",
     "REFLECT_STATUS",
@@ -57,6 +61,7 @@ REFLECT_STATUS = "ReflectStatus"
 AGGREGATE_STATUS = "AggregateStatus"
 RETAIN = "Retain"
 GET_DEPENDENCIES = "GetDependencies"
+GET_COMPONENTS = "GetComponents"
 OPERATIONS = {
     "retention": RETAIN,
     "dependency_interpretation": GET_DEPENDENCIES,
@@ -64,9 +69,12 @@ OPERATIONS = {
     "replica_revision": REVISE_REPLICA,
     "status_reflection": REFLECT_STATUS,
     "status_aggregation": AGGREGATE_STATUS,
+    "component_resource": GET_COMPONENTS,
 }
 # Karmada's replica is an int32.
 _MAX_REPLICAS = 2**31 - 1
+# Karmada's Component.name: required, at most 32 characters, unique within the workload.
+_MAX_COMPONENT_NAME = 32
 _BINARY_RESOURCES = ("memory", "ephemeral-storage")
 
 
@@ -208,6 +216,55 @@ class CustomizedInterpreter:
             return Interpreted(dependency_list(values, namespace), customization=name)
         except ValueError as e:
             return Interpreted(error=f"{GET_DEPENDENCIES}: {e}", customization=name)
+
+
+    async def get_components(self, obj: Mapping[str, Any]) -> Interpreted:
+        """`GetComponents(obj)`: a list of work_pb2.Component (empty for nil), or the error."""
+        values, error, name = await self._call(GET_COMPONENTS, obj, [obj])
+        if error:
+            return Interpreted(error=error, customization=name)
+        try:
+            return Interpreted(component_list(values), customization=name)
+        except ValueError as e:
+            return Interpreted(error=f"{GET_COMPONENTS}: {e}", customization=name)
+
+
+def component_list(values: Sequence[LuaValue]) -> list[work_pb2.Component]:
+    """GetComponents' answer as Karmada reads it: a table of components or nil (none). Every
+    component needs a unique name of at most 32 characters and a whole number of replicas."""
+    first = values[0] if values else LuaValue("nil", None)
+    if first.type == "nil" or (first.type == "table" and first.value in ({}, [])):
+        return []
+    if first.type != "table" or not isinstance(first.value, list):
+        raise ValueError(f"returned a {first.type}, not a list of components")
+    result: list[work_pb2.Component] = []
+    for i, entry in enumerate(first.value):
+        where = f"component {i + 1}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} is not a table")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{where}: name is required and must be a string")
+        if len(name) > _MAX_COMPONENT_NAME:
+            raise ValueError(f"{where}: name {name!r} is longer than {_MAX_COMPONENT_NAME} characters")
+        if any(c.name == name for c in result):
+            raise ValueError(f"{where}: name {name!r} is used twice")
+        component = work_pb2.Component(name=name, replicas=_whole_replicas(entry.get("replicas"), where))
+        table = entry.get("replicaRequirements")
+        if table is not None and table != []:
+            if not isinstance(table, dict):
+                raise ValueError(f"{where}: replicaRequirements is not a table")
+            component.replica_requirements.CopyFrom(requirements(table))
+        result.append(component)
+    return result
+
+
+def _whole_replicas(number: Any, where: str) -> int:
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise ValueError(f"{where}: replicas is required and must be a number")
+    if number != number or not float(number).is_integer() or not 0 <= number <= _MAX_REPLICAS:
+        raise ValueError(f"{where}: replicas {number!r} is not a whole number of replicas")
+    return int(number)
 
 
 def dependency_list(values: Sequence[LuaValue], namespace: str) -> list[tuple[str, str, str, str]]:

@@ -28,7 +28,7 @@ ever reads it; templates reach Flotilla undefaulted, so 1 is applied here.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -161,7 +161,8 @@ def priority_class_value(priority_class: meta_pb2.Unstructured) -> int:
 
 
 def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int | None = None,
-                  replicas: tuple[int, work_pb2.ReplicaRequirements | None] | None = None) -> Binding:
+                  replicas: tuple[int, work_pb2.ReplicaRequirements | None] | None = None,
+                  components: Sequence[work_pb2.Component] | None = None) -> Binding:
     """The binding the detector makes for `template` claimed by `policy` (spec.clusters empty).
 
     `priority` is the value of the PriorityClass the policy's `schedulePriority` names (Karmada's
@@ -169,7 +170,9 @@ def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int
     and the binding has none, which the scheduler's queue takes as 0.
 
     `replicas` is the kind's ResourceInterpreterCustomization answer (`GetReplicas`), which the
-    caller awaits from the interpreter pool: a script decides over the native rule, as in Karmada."""
+    caller awaits from the interpreter pool: a script decides over the native rule, as in Karmada.
+    `components` (`GetComponents`, under MultiplePodTemplatesScheduling) decide over both: the
+    binding then has its components and neither replicas nor replicaRequirements, as Karmada's."""
     rt = registry.for_kind(template.api_version, template.kind)
     if rt.namespaced:
         binding: Binding = work_pb2.ResourceBinding(api_version=registry.BINDING_API, kind="ResourceBinding")
@@ -205,6 +208,9 @@ def build_binding(template: meta_pb2.Unstructured, policy: Policy, priority: int
             spec.suspension.dispatching_on_clusters.CopyFrom(source.suspension.dispatching_on_clusters)
     if source.HasField("schedule_priority") and priority is not None:
         spec.schedule_priority.priority = priority
+    if components is not None:
+        spec.components.extend(components)
+        return binding
     count, requirements = replicas if replicas is not None else replicas_and_requirements(template)
     spec.replicas = count
     if requirements is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -113,6 +113,41 @@ def max_replicas(capacity: ClusterCapacity, request: Request | None, reserved: R
         if free <= 0:
             return 0
         best = min(best, free // per_replica)
+    return min(best, MAX_INT32)
+
+
+def component_set(components: Sequence[work_pb2.Component]) -> tuple[int, Request]:
+    """One whole set of a multi-component workload: its pods, and what it requests in base
+    units (each component's per-replica request times its replicas), as Karmada's general
+    estimator sums them (podsInSet, perSetRequirement)."""
+    pods = sum(c.replicas for c in components)
+    total: dict[str, int] = {}
+    for component in components:
+        request = _parse_request(tuple(sorted(component.replica_requirements.resource_request.items())))
+        for name, amount in request:
+            total[name] = total.get(name, 0) + amount * component.replicas
+    return pods, tuple(sorted(total.items()))
+
+
+def max_component_sets(capacity: ClusterCapacity, pods_per_set: int, per_set: Request,
+                       reserved: Reserved = NOTHING_RESERVED) -> int:
+    """Karmada's GeneralEstimator.maxAvailableComponentSets: how many whole sets the cluster
+    can still take, less what the ledger holds."""
+    if not capacity.reported:
+        return 0
+    pods = capacity.pods - reserved.pods
+    if pods <= 0:
+        return 0
+    if pods_per_set <= 0:
+        return min(pods, MAX_INT32)
+    best = pods // pods_per_set
+    for name, amount in per_set:
+        if amount <= 0:
+            continue
+        free = capacity.free.get(name, 0) - reserved.amounts.get(name, 0)
+        if free <= 0:
+            return 0
+        best = min(best, free // amount)
     return min(best, MAX_INT32)
 
 

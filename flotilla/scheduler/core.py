@@ -23,6 +23,8 @@ from flotilla.scheduler.capacity import (
     NoReservations,
     Request,
     Reservations,
+    component_set,
+    max_component_sets,
     max_replicas,
     replica_request,
 )
@@ -32,6 +34,7 @@ from flotilla.scheduler.placement import (
     DUPLICATED,
     STATIC_WEIGHT,
     effective_placement,
+    is_multi_template,
     is_workload,
     reschedule_requested,
     strategy_of,
@@ -102,6 +105,9 @@ class Decision:
     affinity_name: str | None = None
     # Terms tried before this one, in order.
     attempts: list[Attempt] = field(default_factory=list)
+    # What each of `clusters` runs of a multi-component workload: (component, replicas), the
+    # whole set (MultiplePodTemplatesScheduling); empty for every other binding.
+    components: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -109,11 +115,14 @@ class Decision:
 
 
 def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
-             empty_workload_propagation: bool = False) -> Decision:
+             empty_workload_propagation: bool = False, multiple_pod_templates: bool = False) -> Decision:
+    """`multiple_pod_templates`: the feature gate MultiplePodTemplatesScheduling (alpha, off in
+    Karmada), under which a binding with components placed on exactly one cluster is scheduled
+    as one whole set onto a cluster that can hold it."""
     spec, status = binding.spec, binding.status
     placement = effective_placement(spec.placement)
     base = binding_info(binding, placement, snapshot.now)
-    plan = _Plan(spec, placement, snapshot, framework, empty_workload_propagation)
+    plan = _Plan(spec, placement, snapshot, framework, empty_workload_propagation, multiple_pod_templates)
     if not placement.cluster_affinities:
         return plan.attempt(for_cluster_affinity(base, placement))
     # Ordered fallback groups: the first term that schedules wins.
@@ -124,7 +133,7 @@ def schedule(binding: Binding, snapshot: Snapshot, framework: Framework,
         decision = plan.attempt(for_term(base, term, plan.workload))
         if decision.ok:
             return Decision(decision.outcome, decision.message, decision.clusters, decision.unfit,
-                            term.affinity_name, attempts)
+                            term.affinity_name, attempts, decision.components)
         first = first or decision
         attempts.append(Attempt(term.affinity_name, decision.outcome, decision.message))
     if first is None:
@@ -147,7 +156,7 @@ class _Plan:
     """What stays the same across clusterAffinities terms for one binding."""
 
     def __init__(self, spec: work_pb2.ResourceBindingSpec, placement: policy_pb2.Placement, snapshot: Snapshot,
-                 framework: Framework, empty_workload_propagation: bool) -> None:
+                 framework: Framework, empty_workload_propagation: bool, multiple_pod_templates: bool) -> None:
         self.spec = spec
         self.placement = placement
         self.snapshot = snapshot
@@ -155,6 +164,9 @@ class _Plan:
         self.empty_workload_propagation = empty_workload_propagation
         self.workload = is_workload(spec)
         self.request: Request | None = replica_request(spec) if self.workload else None
+        # One whole set on one cluster: clusters are estimated in sets and selected for one.
+        self.multi_template = multiple_pod_templates and is_multi_template(spec)
+        self.pods_per_set, self.per_set = component_set(spec.components) if self.multi_template else (0, ())
         self.strategy = strategy_of(placement)
         self._allocatable: dict[str, int] = {}
 
@@ -165,6 +177,9 @@ class _Plan:
             capacity = self.snapshot.capacities.get(cluster)
             if capacity is None:
                 found = 0
+            elif self.multi_template:
+                found = max_component_sets(capacity, self.pods_per_set, self.per_set,
+                                           self.snapshot.reservations.reserved(cluster))
             else:
                 found = max_replicas(capacity, self.request, self.snapshot.reservations.reserved(cluster))
             self._allocatable[cluster] = found
@@ -186,20 +201,32 @@ class _Plan:
             return Decision(Outcome.SCHEDULER_ERROR, str(e), None)
         ranked = selection.rank([self._candidate(binding, c, scores[c.name]) for c in feasible])
         try:
-            selected = selection.select(ranked, self.placement, self.spec.replicas)
+            # A multi-component workload needs room for one whole set (Karmada selects for 1).
+            selected = selection.select(ranked, self.placement, 1 if self.multi_template else self.spec.replicas)
             timer.done("Select")
             targets = self._assign(binding, selected)
             timer.done("AssignReplicas")
         except (selection.SpreadError, division.Unschedulable) as e:
             return Decision(Outcome.UNSCHEDULABLE, str(e), None, unfit)
-        return Decision(Outcome.SUCCESS, SUCCESS_MESSAGE, targets, unfit)
+        return Decision(Outcome.SUCCESS, SUCCESS_MESSAGE, targets, unfit, components=self._components())
+
+    def _components(self) -> tuple[tuple[str, int], ...]:
+        """Each target's share of a multi-component workload: all of it (Karmada records it
+        for more than one component only)."""
+        if not self.multi_template or len(self.spec.components) < 2:
+            return ()
+        return tuple((c.name, c.replicas) for c in self.spec.components)
 
     def _candidate(self, binding: BindingInfo, cluster: ClusterInfo, score: int) -> selection.Candidate:
         # Non-workloads are not estimated: any cluster can hold them.
-        available = self.allocatable(cluster.name) if self.workload else MAX_INT32
+        available = self.allocatable(cluster.name) if self.workload or self.multi_template else MAX_INT32
         # What runs there already needs no new room: the current share, or the only copy a
         # cluster taking the workload back still runs.
-        available += binding.targets.get(cluster.name, 0) or binding.returning.get(cluster.name, 0)
+        if self.multi_template:
+            # The set it runs there needs no new room: never moved off for want of a second.
+            available += cluster.name in binding.targets or cluster.name in binding.returning
+        else:
+            available += binding.targets.get(cluster.name, 0) or binding.returning.get(cluster.name, 0)
         tier = 0
         if binding.overflow and binding.affinity is not None and not binding.affinity.matches(cluster):
             tier = next((i + 1 for i, term in enumerate(binding.overflow) if term.matches(cluster)), 0)

@@ -73,6 +73,15 @@ def is_workload(spec: work_pb2.ResourceBindingSpec) -> bool:
     return (spec.replicas > 0 or spec.HasField("replica_requirements")) and len(spec.components) <= 1
 
 
+def is_multi_template(spec: work_pb2.ResourceBindingSpec) -> bool:
+    """Karmada's isMultiTemplateSchedulingApplicable: components, and a spread constraint that
+    places the workload on exactly one cluster (by cluster, minGroups = maxGroups = 1). A
+    multi-component workload is scheduled whole, one set on one cluster, never divided."""
+    return bool(spec.components) and any(
+        c.spread_by_field == SPREAD_BY_CLUSTER and c.min_groups == 1 and c.max_groups == 1
+        for c in spec.placement.spread_constraints)
+
+
 def reschedule_requested(spec: work_pb2.ResourceBindingSpec, status: work_pb2.ResourceBindingStatus) -> bool:
     """An explicit reschedule (rescheduleTriggeredAt) newer than the last schedule; both must be set."""
     if not spec.HasField("reschedule_triggered_at") or not status.HasField("last_scheduled_time"):

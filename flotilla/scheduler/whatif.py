@@ -94,7 +94,7 @@ def evict(binding: Binding, failed: Sequence[str]) -> Binding:
 
 def what_if(bindings: Iterable[Binding], clusters: Iterable[cluster_pb2.Cluster], failed: Sequence[str],
             framework: Framework, now: datetime, scheduler_name: str,
-            empty_workload_propagation: bool = False) -> WhatIf:
+            empty_workload_propagation: bool = False, multiple_pod_templates: bool = False) -> WhatIf:
     ledger = CapacityLedger(RealClock(), ttl=math.inf)
     failed_set = set(failed)
     snapshot = core.Snapshot.of([as_failed(c, now) if c.metadata.name in failed_set else c for c in clusters],
@@ -110,7 +110,7 @@ def what_if(bindings: Iterable[Binding], clusters: Iterable[cluster_pb2.Cluster]
             unaffected += 1
             continue
         evicted = evict(binding, failed)
-        decision = core.schedule(evicted, snapshot, framework, empty_workload_propagation)
+        decision = core.schedule(evicted, snapshot, framework, empty_workload_propagation, multiple_pod_templates)
         if decision.ok and decision.clusters is not None:
             request = replica_request(binding.spec) if is_workload(binding.spec) else None
             ledger.record(f"{binding.kind}/{binding.metadata.namespace}/{binding.metadata.name}",

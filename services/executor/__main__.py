@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrent-work-syncs", type=int, default=WORK_SYNCS,
                         help="Works applied and their status reported at once (Karmada: 5; docs/differences.md)")
     parser.add_argument("--feature-gates", type=feature_gates, default={},
-                        help="StatefulFailoverInjection=false,PropagateDeps=true,PropagationPolicyPreemption=false")
+                        help="StatefulFailoverInjection=false,PropagateDeps=true,PropagationPolicyPreemption=false,"
+                             "MultiplePodTemplatesScheduling=false")
     parser.add_argument("--skipped-propagating-namespaces", default=("kube-.*",),
                         type=lambda s: tuple(p for p in s.split(",") if p),
                         help="namespaces (regular expressions) whose templates are never propagated")

@@ -65,11 +65,12 @@ from services.executor.template_informers import TemplateInformerSweep
 from services.executor.work_status import MEMBER_OBJECT_INDEX, WorkStatusReconciler, member_objects_of
 
 # Karmada's defaults: StatefulFailoverInjection is alpha and off, PropagateDeps beta and on,
-# PropagationPolicyPreemption alpha and off.
+# PropagationPolicyPreemption and MultiplePodTemplatesScheduling alpha and off.
 DEFAULT_GATES: dict[str, bool] = {
     "StatefulFailoverInjection": False,
     "PropagateDeps": True,
     "PropagationPolicyPreemption": False,
+    "MultiplePodTemplatesScheduling": False,
 }
 # Both policy kinds' informers are routed alike.
 P = TypeVar("P", bound=policy_match.Policy)
@@ -124,7 +125,8 @@ class ExecutorControllers:
 
         self.detector = manager.controller("detector", TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
-            DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption")), events,
+            DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption"),
+                           config.gate("MultiplePodTemplatesScheduling")), events,
             self.templates, self.bindings, self.interpreter, self.customizations.unknown),
             workers=config.workers)
         self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(

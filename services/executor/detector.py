@@ -26,6 +26,11 @@ detector also runs, are services/executor/dependency_distributor.py and policy_f
   the key. As in Karmada (whose informers' initial list enqueues every template unmarked), the
   first look after the executor starts counts as a change.
 
+With the feature gate MultiplePodTemplatesScheduling (alpha and off, as in Karmada), a kind with a
+  `componentResource` script gets the binding's `spec.components` from its `GetComponents(template)`
+  instead of replicas (Karmada's detector reads components first, and then no replicas); a
+  failing script is handled as a failing `replicaResource` one below (Warning GetComponentsFailed).
+
 Replicas of a kind with a ResourceInterpreterCustomization `replicaResource` script are that
   script's `GetReplicas(template)` (run in the interpreter pool, before the pure
   `build_binding`), so a custom workload (a FlinkDeployment) is divided like a Deployment. A
@@ -51,8 +56,8 @@ from flotilla.api import keys, registry
 from flotilla.api.bindings import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, Binding, kind_named
 from flotilla.api.keys import split_key
 from flotilla.api.registry import ResourceType
-from flotilla.api.v1 import meta_pb2, policy_pb2
-from flotilla.interpreter.customized import GET_REPLICAS, CustomizedInterpreter, ReplicaResource
+from flotilla.api.v1 import meta_pb2, policy_pb2, work_pb2
+from flotilla.interpreter.customized import GET_COMPONENTS, GET_REPLICAS, CustomizedInterpreter, ReplicaResource
 from flotilla.rules.binding_builder import (
     PRIORITY_CLASS_API,
     build_binding,
@@ -78,7 +83,7 @@ P = TypeVar("P", bound=policy_match.Policy)
 
 # The spec fields a policy decides (Karmada's detector updates exactly these on an existing binding).
 POLICY_OWNED_SPEC_FIELDS = (
-    "resource", "replica_requirements", "replicas", "propagate_deps", "scheduler_name", "placement",
+    "resource", "replica_requirements", "replicas", "components", "propagate_deps", "scheduler_name", "placement",
     "failover", "conflict_resolution", "preserve_resources_on_deletion", "schedule_priority",
 )
 
@@ -91,7 +96,8 @@ class PriorityClassNotFound(Exception):
 
 
 class ReplicasNotInterpreted(Exception):
-    """The kind's GetReplicas script gave no answer: the binding keeps what it had (retried with backoff)."""
+    """The kind's GetReplicas or GetComponents script gave no answer: the binding keeps what it
+    had (retried with backoff)."""
 
 
 Specification = tuple[str, int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], bool]
@@ -183,6 +189,10 @@ def merge_binding(existing: Binding, desired: Binding) -> Binding:
     spec, source = merged.spec, desired.spec
     for name in POLICY_OWNED_SPEC_FIELDS:
         fd = spec.DESCRIPTOR.fields_by_name[name]
+        if fd.is_repeated:
+            spec.ClearField(name)
+            getattr(spec, name).extend(getattr(source, name))
+            continue
         if fd.message_type is None and not fd.has_presence:
             setattr(spec, name, getattr(source, name))
             continue
@@ -226,6 +236,8 @@ class DetectorConfig:
     skipped_namespaces: tuple[str, ...] = policy_match.DEFAULT_SKIPPED_NAMESPACES
     # Feature gate PropagationPolicyPreemption (alpha, off in Karmada).
     preemption: bool = False
+    # Feature gate MultiplePodTemplatesScheduling (alpha, off in Karmada): componentResource read.
+    multiple_pod_templates: bool = False
 
 
 class TemplateReconciler:
@@ -332,8 +344,9 @@ class TemplateReconciler:
             log.info("event=skip-template template=%s reason=LazyActivation policy=%s", key, policy_key(policy))
             return None
         priority = await self._schedule_priority(template, policy, fresh)
-        replicas = await self._interpret_replicas(template)
-        written = await self._apply(template, policy, binding, binding_rt, priority, replicas)
+        components = await self._interpret_components(template)
+        replicas = await self._interpret_replicas(template) if components is None else None
+        written = await self._apply(template, policy, binding, binding_rt, priority, replicas, components)
         if written and self.events is not None:
             await self.events.normal(template, "ApplyPolicySucceed", f"Apply policy({_describe(policy)}) succeed")
         return None
@@ -360,6 +373,27 @@ class TemplateReconciler:
             raise PriorityClassNotFound(message)
         return priority_class_value(priority_class)
 
+    async def _interpret_components(self, template: meta_pb2.Unstructured) -> list[work_pb2.Component] | None:
+        """The kind's GetComponents answer, read first as Karmada's detector does, and only under
+        MultiplePodTemplatesScheduling; None without the gate or a script (GetReplicas decides).
+
+        Raises ReplicasNotInterpreted, after a Warning event GetComponentsFailed, when there is a
+        script and no answer: the binding keeps what it had."""
+        api_version, kind = template.api_version, template.kind
+        if not self.config.multiple_pod_templates or self.interpreter is None \
+                or not self.interpreter.has(GET_COMPONENTS, api_version, kind):
+            return None
+        answer = await self.interpreter.get_components(template_object(template))
+        if answer.ok:
+            components: list[work_pb2.Component] = answer.value
+            return components
+        error = f"{answer.customization}: {answer.error}" if answer.customization else answer.error
+        message = f"Failed to get components of {kind} {template_key_of(template)}: {error}"
+        log.warning("event=get-components-failed template=%s error=%s", template_key_of(template), error)
+        if self.events is not None:
+            await self.events.warning(template, "GetComponentsFailed", message)
+        raise ReplicasNotInterpreted(message)
+
     async def _interpret_replicas(self, template: meta_pb2.Unstructured) -> ReplicaResource | None:
         """The kind's GetReplicas answer; None when the kind has no script (the native rule decides).
 
@@ -384,9 +418,11 @@ class TemplateReconciler:
 
     async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
                      binding_rt: ResourceType[Binding], priority: int | None,
-                     replicas: ReplicaResource | None = None) -> bool:
+                     replicas: ReplicaResource | None = None,
+                     components: list[work_pb2.Component] | None = None) -> bool:
         desired = build_binding(template, policy, priority,
-                                None if replicas is None else (replicas.replicas, replicas.requirements))
+                                None if replicas is None else (replicas.replicas, replicas.requirements),
+                                components)
         label = kind_named(binding_rt.kind).permanent_id_label
         key = template_key_of(template)
         if binding is None:

@@ -6,6 +6,7 @@ The leader runs the scheduling loop; every replica serves Explain and WhatIf.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 
@@ -13,7 +14,7 @@ import grpc
 
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
 from flotilla.api.wellknown import DEFAULT_SCHEDULER
-from flotilla.runtime.flags import duration, options_from
+from flotilla.runtime.flags import duration, feature_gates, options_from
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
@@ -22,6 +23,9 @@ from services.scheduler import servicer
 from services.scheduler.controllers import SchedulerLoop
 from services.scheduler.reconciler import SchedulerOptions
 from services.scheduler.servicer import SchedulerServicer
+
+# Karmada's default: MultiplePodTemplatesScheduling is alpha and off.
+DEFAULT_GATES = {"MultiplePodTemplatesScheduling": False}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unschedulable-retry-period", type=duration, default=duration("30s"),
                         help="the longest wait before a binding that could not be placed is retried "
                              "(the wait starts at 1s and doubles after each failure)")
+    parser.add_argument("--feature-gates", type=feature_gates, default={},
+                        help="MultiplePodTemplatesScheduling=false (alpha, as in Karmada)")
     parser.add_argument("--capacity-reservation-ttl", type=duration, default=duration("20s"),
                         help="how long replicas just placed count against a cluster before its reported "
                              "resourceSummary is trusted to include them")
 
+
+
+def scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
+    """The flags, with the feature gates this scheduler knows (an unknown one is for another service)."""
+    gates = {**DEFAULT_GATES, **args.feature_gates}
+    return dataclasses.replace(options_from(SchedulerOptions, args),
+                               multiple_pod_templates=gates["MultiplePodTemplatesScheduling"])
 
 
 class SchedulerService:
@@ -56,7 +69,7 @@ class SchedulerService:
         except PluginError as e:
             raise SystemExit(f"scheduler: {e}") from None
         self.framework = framework
-        servicer = SchedulerServicer(ctx.store, ctx.clock, framework, options_from(SchedulerOptions, ctx.args),
+        servicer = SchedulerServicer(ctx.store, ctx.clock, framework, scheduler_options(ctx.args),
                                      self.reservations)
         scheduler_pb2_grpc.add_SchedulerServicer_to_server(servicer, server)
         return [scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name]
@@ -68,7 +81,7 @@ class SchedulerService:
     async def lead(self, ctx: ServiceContext) -> None:
         if self.framework is None:
             raise RuntimeError("scheduler: lead before add_servicers")
-        loop = SchedulerLoop(ctx.store, ctx.clock, self.framework, options_from(SchedulerOptions, ctx.args),
+        loop = SchedulerLoop(ctx.store, ctx.clock, self.framework, scheduler_options(ctx.args),
                              ctx.events, ctx.tracer, manager=ctx.manager())
         self.loop = loop
         try:

@@ -72,6 +72,8 @@ class SchedulerOptions:
     # How long a decision's new replicas are held against their clusters (see CapacityLedger).
     reservation_ttl: float = flag("--capacity-reservation-ttl", 20.0)
     workers: int = flag("--workers", 16)
+    # Feature gate MultiplePodTemplatesScheduling (alpha, off in Karmada), from --feature-gates.
+    multiple_pod_templates: bool = False
 
 
 def ledger_key(kind: str, key: str) -> str:
@@ -157,7 +159,8 @@ class BindingScheduler:
         except Undecodable as e:
             log.warning("event=schedule-waits binding=%s reason=UnreadableCluster error=%s", key, e)
             return Result(requeue_after=UNREADABLE_CLUSTER_REQUEUE_SECONDS)
-        decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation)
+        decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation,
+                                 self.options.multiple_pod_templates)
         identity = ledger_key(self.kind.kind, key)
         # A cluster taking back the only copy it still runs gains no new replicas to hold.
         before = returning_clusters(binding.spec, binding.status) | {t.name: t.replicas for t in binding.spec.clusters}
@@ -241,7 +244,9 @@ class BindingScheduler:
         updated = copy_of(binding)
         del updated.spec.clusters[:]
         for name, replicas in decision.clusters:
-            updated.spec.clusters.add(name=name, replicas=replicas)
+            target = updated.spec.clusters.add(name=name, replicas=replicas)
+            for component, count in decision.components:
+                target.components.add(name=component, replicas=count)
         updated.metadata.annotations[APPLIED_PLACEMENT_ANNOTATION] = applied_placement(binding.spec.placement)
         if span is not None:
             span.set_attribute("flotilla.clusters", _targets_text(decision.clusters))
@@ -365,7 +370,7 @@ def schedule_type(binding: Binding, trigger: Trigger) -> str:
 def _news(binding: Binding, decision: core.Decision) -> bool:
     """Whether the decision tells a user something: new targets, or a new outcome. Repeating an
     unchanged decision (Duplicated bindings are re-evaluated on every change) makes no Event."""
-    if decision.clusters is not None and [(t.name, t.replicas) for t in binding.spec.clusters] != decision.clusters:
+    if decision.clusters is not None and not _places(binding, decision):
         return True
     condition = get_condition(binding.status.conditions, SCHEDULED)
     return condition is None or (condition.reason, condition.message) != (decision.outcome.value, decision.message)
@@ -384,9 +389,16 @@ def _repeated(binding: Binding, decision: core.Decision, trigger: Trigger) -> bo
         return False
     name = decision.affinity_name
     applied = binding.metadata.annotations.get(APPLIED_PLACEMENT_ANNOTATION)
-    return ([(t.name, t.replicas) for t in binding.spec.clusters] == decision.clusters
+    return (_places(binding, decision)
             and applied == applied_placement(binding.spec.placement)
             and (name is None or name == binding.status.scheduler_observing_affinity_name))
+
+
+def _places(binding: Binding, decision: core.Decision) -> bool:
+    """Whether spec.clusters already is the decision's placement, components included."""
+    components = list(decision.components)
+    return ([(t.name, t.replicas) for t in binding.spec.clusters] == decision.clusters
+            and all([(c.name, c.replicas) for c in t.components] == components for t in binding.spec.clusters))
 
 
 def _targets_text(targets: list[tuple[str, int]] | None, separator: str = ", ") -> str:

@@ -61,7 +61,8 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
             await abort(context, grpc.StatusCode.NOT_FOUND, f"{rt.kind} {where} not found")
         clusters = (await self.store.list(registry.CLUSTER)).items
         snapshot = core.Snapshot.of(clusters, self.clock.now(), self.reservations())
-        decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation)
+        decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation,
+                                 self.options.multiple_pod_templates)
         if handled_by(binding, self.options.scheduler_name):
             deleting = {c.name for c in snapshot.clusters if c.deleting}
             trigger = need_schedule(binding, deleting)
@@ -94,7 +95,8 @@ class SchedulerServicer(scheduler_pb2_grpc.SchedulerServicer):
             bindings.extend((await self.store.list(rt)).items)
         result = await asyncio.to_thread(what_if, bindings, clusters, list(request.clusters), self.framework,
                                          self.clock.now(), self.options.scheduler_name,
-                                         self.options.empty_workload_propagation)
+                                         self.options.empty_workload_propagation,
+                                         self.options.multiple_pod_templates)
         report = scheduler_pb2.WhatIfReport(failed_clusters=result.failed, unaffected=result.unaffected)
         for forecast in result.forecasts:
             meta, decision = forecast.binding.metadata, forecast.decision

@@ -28,7 +28,7 @@ from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import policy_match
-from services.executor.controllers import ExecutorControllers
+from services.executor.controllers import ExecutorConfig, ExecutorControllers
 from services.executor.detector import SELECTOR_INDEX, ReplicasNotInterpreted, TemplateReconciler, template_key
 from tests.background import in_background
 from tests.factories import EXAMPLES_DIR
@@ -41,9 +41,9 @@ WIDGET_WORK = keys.work_name("default", "w", "Widget")
 
 
 @contextlib.asynccontextmanager
-async def running(store: ObjectStore) -> AsyncIterator[ExecutorControllers]:
-    controllers = ExecutorControllers(store, RealClock(), events=EventRecorder(store, "executor"),
-                                      interpreter_timeout=1.0)
+async def running(store: ObjectStore, gates: dict[str, bool] | None = None) -> AsyncIterator[ExecutorControllers]:
+    controllers = ExecutorControllers(store, RealClock(), ExecutorConfig(feature_gates=gates or {}),
+                                      events=EventRecorder(store, "executor"), interpreter_timeout=1.0)
     async with in_background(controllers.run()):
         yield controllers
 
@@ -54,12 +54,12 @@ def claimed(policy: Any) -> Any:
     return policy
 
 
-def member(name: str) -> Any:
+def member(name: str, cpu: str = "16") -> Any:
     return codec.from_dict({
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
         "status": {"apiEnablements": [{"groupVersion": FLINK[0],
                                        "resources": [{"name": "flinkdeployments", "kind": FLINK[1]}]}],
-                   "resourceSummary": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+                   "resourceSummary": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}},
                    "conditions": [{"type": "Ready", "status": "True"}]}})
 
 
@@ -107,6 +107,58 @@ async def test_karmadas_flink_customization_divides_a_flink_deployment(store: Ob
                 return status.get("lifecycleState") == "STABLE" and status.get("jobStatus") == {"state": "RUNNING"}
 
             await templates.until(aggregated)
+
+
+async def test_with_multiple_pod_templates_a_flink_deployment_goes_whole_to_one_cluster_that_fits(
+        store: ObjectStore) -> None:
+    """MultiplePodTemplatesScheduling (alpha, off by default as in Karmada): the binding holds
+    GetComponents' answer, and the scheduler places one whole set on a cluster that can hold it."""
+    customization, template, policy = (codec.from_dict(d) for d in codec.load_yaml_documents(
+        (EXAMPLES_DIR / "flink-customization.yaml").read_text()))
+    # One cluster (static weights would set spread constraints aside, as in Karmada).
+    policy.spec.placement.spread_constraints.add(spread_by_field="cluster", min_groups=1, max_groups=1)
+    policy.spec.placement.replica_scheduling.replica_division_preference = "Aggregated"
+    policy.spec.placement.replica_scheduling.ClearField("weight_preference")
+    for obj in (customization, template, claimed(policy)):
+        await store.create(obj)
+    name = "flink-divided-flinkdeployment"
+    async with (running(store, {"MultiplePodTemplatesScheduling": True}),
+                watching(store, registry.RESOURCE_BINDING) as bindings):
+        await bindings.until(lambda: bindings.informer.get(f"default/{name}") is not None)
+        binding = bindings.informer.get(f"default/{name}")
+    # Components instead of replicas, as Karmada's detector writes them.
+    assert binding.spec.replicas == 0 and not binding.spec.HasField("replica_requirements")
+    assert [codec.to_dict(c) for c in binding.spec.components] == [
+        {"name": "jobmanager", "replicas": 1,
+         "replicaRequirements": {"resourceRequest": {"cpu": "1", "memory": "2048m"}}},
+        {"name": "taskmanager", "replicas": 2,
+         "replicaRequirements": {"resourceRequest": {"cpu": "1", "memory": "2048m"}}}]
+
+    # One set needs 3 CPUs: member1 (2 free) cannot hold it, member2 can.
+    snapshot = core.Snapshot.of([member("member1", cpu="2"), member("member2")], datetime.now(UTC))
+    framework = Framework.build("*", installed={})
+    decision = core.schedule(binding, snapshot, framework, multiple_pod_templates=True)
+    assert decision.ok, decision.message
+    assert decision.clusters == [("member2", 0)]
+    assert decision.components == (("jobmanager", 1), ("taskmanager", 2))
+    # Without the gate the scheduler knows no sets: the first cluster takes it, room or not.
+    assert core.schedule(binding, snapshot, framework).clusters == [("member1", 0)]
+    # No cluster with room for a set: unschedulable, and the binding stays where it is.
+    full = core.Snapshot.of([member("member1", cpu="2"), member("member2", cpu="2")], datetime.now(UTC))
+    refused = core.schedule(binding, full, framework, multiple_pod_templates=True)
+    assert refused.outcome is core.Outcome.UNSCHEDULABLE and refused.clusters is None
+
+
+async def test_without_the_gate_components_are_not_read(store: ObjectStore) -> None:
+    customization, template, policy = (codec.from_dict(d) for d in codec.load_yaml_documents(
+        (EXAMPLES_DIR / "flink-customization.yaml").read_text()))
+    for obj in (customization, template, claimed(policy)):
+        await store.create(obj)
+    name = "flink-divided-flinkdeployment"
+    async with running(store), watching(store, registry.RESOURCE_BINDING) as bindings:
+        await bindings.until(lambda: bindings.informer.get(f"default/{name}") is not None)
+        binding = bindings.informer.get(f"default/{name}")
+    assert binding.spec.replicas == 3 and not binding.spec.components
 
 
 async def report_flink(store: ObjectStore, cluster: str, work_name: str, status: dict[str, Any],

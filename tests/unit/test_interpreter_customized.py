@@ -18,6 +18,7 @@ from flotilla.api.v1 import work_pb2
 from flotilla.api.v1.config_pb2 import ResourceInterpreterCustomization
 from flotilla.interpreter.customized import (
     AGGREGATE_STATUS,
+    GET_COMPONENTS,
     GET_REPLICAS,
     REFLECT_STATUS,
     REVISE_REPLICA,
@@ -84,7 +85,7 @@ def interpreter() -> CustomizedInterpreter:
 def test_the_flink_customization_has_every_script_flotilla_runs() -> None:
     flink = interpreter()
     target = ("flink.apache.org/v1beta1", "FlinkDeployment")
-    assert flink.has(GET_REPLICAS, *target)
+    assert flink.has(GET_REPLICAS, *target) and flink.has(GET_COMPONENTS, *target)
     assert flink.has(REFLECT_STATUS, *target) and flink.has(AGGREGATE_STATUS, *target)
     # Karmada's FlinkDeployment has no replicaRevision: each cluster's copy is the whole object.
     assert not flink.has(REVISE_REPLICA, *target)
@@ -98,6 +99,44 @@ async def test_get_replicas_as_karmada_tests_it(case: dict[str, Any]) -> None:
     assert answer.customization == "declarative-configuration-flinkdeployment"
     assert answer.value.replicas == case["output"]["replica"]
     assert codec.to_dict(answer.value.requirements) == case["output"]["requires"]
+
+
+@pytest.mark.parametrize("case", cases("interpretcomponent-test.yaml"), ids=lambda c: c["name"])
+async def test_get_components_as_karmada_tests_it(case: dict[str, Any]) -> None:
+    answer = await interpreter().get_components(case["desiredObj"])
+    assert answer.ok, answer.error
+    assert [codec.to_dict(c) for c in answer.value] == case["output"]["components"]
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("return nil", []),
+    ("return {}", []),
+    ("return {{name = 'a', replicas = 2}, {name = 'b', replicas = 0.0}}",
+     [{"name": "a", "replicas": 2}, {"name": "b"}]),
+])
+async def test_get_components_reads_karmadas_shapes(body: str, expected: list[Any]) -> None:
+    script = f"function GetComponents(obj)\n  {body}\nend"
+    answer = await CustomizedInterpreter([customization("componentResource", script)],
+                                         runner=InProcess()).get_components(WIDGET)
+    assert answer.ok, answer.error
+    assert [codec.to_dict(c) for c in answer.value] == expected
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    ("return 3", "returned a number, not a list of components"),
+    ("return {{replicas = 1}}", "component 1: name is required"),
+    ("return {{name = string.rep('a', 33), replicas = 1}}", "longer than 32 characters"),
+    ("return {{name = 'a', replicas = 1}, {name = 'a', replicas = 1}}", "component 2: name 'a' is used twice"),
+    ("return {{name = 'a'}}", "component 1: replicas is required"),
+    ("return {{name = 'a', replicas = 1.5}}", "replicas 1.5 is not a whole number"),
+    ("return {{name = 'a', replicas = -1}}", "replicas -1 is not a whole number"),
+    ("return {{name = 'a', replicas = 1, replicaRequirements = 'big'}}", "replicaRequirements is not a table"),
+])
+async def test_get_components_without_a_usable_answer_is_an_error(body: str, error: str) -> None:
+    script = f"function GetComponents(obj)\n  {body}\nend"
+    answer = await CustomizedInterpreter([customization("componentResource", script)],
+                                         runner=InProcess()).get_components(WIDGET)
+    assert not answer.ok and error in answer.error, answer.error
 
 
 @pytest.mark.parametrize("case", cases("interpretstatus-test.yaml"), ids=lambda c: c["name"])

@@ -17,6 +17,8 @@ from flotilla.scheduler.capacity import (
     CapacityLedger,
     ClusterCapacity,
     Reserved,
+    component_set,
+    max_component_sets,
     max_replicas,
     replica_request,
 )
@@ -61,6 +63,34 @@ SUMMARY = {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
 def test_max_replicas(summary: dict[str, Any] | None, wanted: dict[str, str] | None, expected: int) -> None:
     capacity = ClusterCapacity.from_cluster(cluster("m1", summary))
     assert max_replicas(capacity, None if wanted is None else request(**wanted)) == expected
+
+
+def components(*parts: tuple[int, dict[str, str]]) -> list[work_pb2.Component]:
+    result = []
+    for i, (replicas, wanted) in enumerate(parts):
+        component = work_pb2.Component(name=f"c{i}", replicas=replicas)
+        component.replica_requirements.resource_request.update(wanted)
+        result.append(component)
+    return result
+
+
+# Karmada's GeneralEstimator.maxAvailableComponentSets: pods per set bound the sets, then each
+# resource's free amount over what a whole set requests.
+@pytest.mark.parametrize(("summary", "parts", "expected"), [
+    (None, [(1, {"cpu": "1"})], 0),                                 # nothing reported
+    (SUMMARY, [], 98),                                              # no components: free pods
+    (SUMMARY, [(0, {"cpu": "1"})], 98),                             # a set of no pods
+    (SUMMARY, [(1, {}), (2, {})], 32),                              # 98 pods // 3 per set
+    (SUMMARY, [(1, {"cpu": "1"}), (2, {"cpu": "500m"})], 2),        # 2 cpus a set, 5.5 free
+    (SUMMARY, [(1, {"cpu": "100m"}), (2, {"memory": "2Gi"})], 3),   # 4Gi a set, 12Gi free
+    (SUMMARY, [(1, {"nvidia.com/gpu": "1"})], 0),                    # a resource the cluster lacks
+    ({"allocatable": {"cpu": "8", "pods": "12"}, "allocated": {"pods": "12"}}, [(1, {"cpu": "1"})], 0),
+])
+def test_max_component_sets(summary: dict[str, Any] | None, parts: list[tuple[int, dict[str, str]]],
+                            expected: int) -> None:
+    capacity = ClusterCapacity.from_cluster(cluster("m1", summary))
+    pods, per_set = component_set(components(*parts))
+    assert max_component_sets(capacity, pods, per_set) == expected
 
 
 def test_reservations_count_against_the_cluster() -> None:

@@ -39,13 +39,14 @@ async def clusters(store: MemoryStore) -> AsyncIterator[Informer[object]]:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def pass_over(store: MemoryStore, clusters: Informer[object], clock: FakeClock) -> work_pb2.ResourceBinding:
+async def pass_over(store: MemoryStore, clusters: Informer[object], clock: FakeClock,
+                    options: SchedulerOptions | None = None) -> work_pb2.ResourceBinding:
     """One scheduling pass on the binding as stored, forced as a cluster change forces it."""
     ledger = CapacityLedger(clock, 5.0)
     current = await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
     scheduler = BindingScheduler(store, clock, registry.RESOURCE_BINDING, Cache([current]),  # type: ignore[arg-type]
                                  ClusterView(clusters, clock, ledger),  # type: ignore[arg-type]
-                                 Framework.build("*", installed={}), ledger, SchedulerOptions())
+                                 Framework.build("*", installed={}), ledger, options or SchedulerOptions())
     scheduler.force(KEY)
     await scheduler.reconcile(KEY)
     return await store.get(registry.RESOURCE_BINDING, "default", "web-deployment")
@@ -98,3 +99,33 @@ async def test_an_explicit_reschedule_to_the_same_place_is_stamped(store: Memory
     await clock.advance(1)
     again = await pass_over(store, clusters, clock)
     assert again.status.last_scheduled_time.ToNanoseconds() >= again.spec.reschedule_triggered_at.ToNanoseconds()
+
+
+async def test_a_multi_component_workload_records_its_components_on_its_cluster_and_their_change(
+        store: MemoryStore, clusters: Informer[object]) -> None:
+    """MultiplePodTemplatesScheduling: each target says what it runs of each component (Karmada's
+    TargetCluster.components); a change of the components is a new placement, not a repeat."""
+    clock = FakeClock()
+    options = SchedulerOptions(multiple_pod_templates=True)
+    binding = rb("web", {"clusterAffinity": {"clusterNames": ["member1"]},
+                         "spreadConstraints": [{"spreadByField": "cluster", "minGroups": 1, "maxGroups": 1}]})
+    binding.spec.replicas = 0
+    binding.spec.ClearField("replica_requirements")
+    binding.spec.components.add(name="jobmanager", replicas=1)
+    binding.spec.components.add(name="taskmanager", replicas=2)
+    await store.create(binding)
+    placed = await pass_over(store, clusters, clock, options)
+    assert [(t.name, [(c.name, c.replicas) for c in t.components]) for t in placed.spec.clusters] == [
+        ("member1", [("jobmanager", 1), ("taskmanager", 2)])]
+
+    def scale(obj: work_pb2.ResourceBinding) -> bool:
+        obj.spec.components[1].replicas = 4
+        return True
+
+    await store.mutate(registry.RESOURCE_BINDING, "default", "web-deployment", scale)
+    await clock.advance(30)
+    again = await pass_over(store, clusters, clock, options)
+    assert [(c.name, c.replicas) for c in again.spec.clusters[0].components] == [("jobmanager", 1), ("taskmanager", 4)]
+    await clock.advance(30)
+    repeat = await pass_over(store, clusters, clock, options)
+    assert repeat.metadata.resource_version == again.metadata.resource_version, "no write"

@@ -21,7 +21,6 @@ from flotilla.api.codec import FieldError
 
 UNSUPPORTED = "not supported by Flotilla"
 _POLICIES = ("PropagationPolicy", "ClusterPropagationPolicy")
-_INTERPRETER = ("ResourceInterpreterCustomization",)
 _CLUSTER = ("Cluster",)
 _BINDINGS = ("ResourceBinding", "ClusterResourceBinding")
 
@@ -57,9 +56,6 @@ REFUSED: tuple[KarmadaField, ...] = (
 WARNED: tuple[KarmadaField, ...] = (
     KarmadaField(_POLICIES, "spec.association",
                  "deprecated in Karmada, which no longer reads it; propagateDeps propagates dependencies"),
-    KarmadaField(_INTERPRETER, "spec.customizations.componentResource",
-                 "Karmada runs GetComponents only under its alpha feature gate MultiplePodTemplatesScheduling "
-                 "(off by default), which Flotilla does not have: the binding's replicas are GetReplicas'"),
     KarmadaField(_CLUSTER, "spec.impersonatorSecretRef",
                  "Karmada reads it only to proxy requests to the member (karmada-aggregated-apiserver), "
                  "which Flotilla does not have"),
