@@ -228,6 +228,10 @@ class MemberWatches:
         elif (watch := self._clusters.get(cluster.metadata.name)) is not None:
             watch.cluster = cluster  # reconnects use the newest endpoint and credentials
 
+    def forget(self, name: str) -> None:
+        """Stop watching the cluster (this replica no longer serves it); a later read starts anew."""
+        self._drop(name)
+
     def _drop(self, name: str) -> None:
         watch = self._clusters.pop(name, None)
         if watch is not None:

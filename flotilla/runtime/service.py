@@ -85,6 +85,9 @@ class ServiceSpec:
     add_servicers: Callable[[grpc.aio.Server, ServiceContext], Sequence[str]] | None = None
     # Leader-only work; cancelled on leadership loss or shutdown.
     lead: Callable[[ServiceContext], Awaitable[None]] | None = None
+    # Work every replica does, leader or not, for as long as it runs (the executor's share of the
+    # member clusters, flotilla.store.shards); started again after a failure.
+    share: Callable[[ServiceContext], Awaitable[None]] | None = None
     leader_elect: bool = True
     # The RBAC request each method of its own gRPC API is (full method name -> request): with TLS
     # on, every call is authorized by the webhook first (flotilla.runtime.delegated_authorization).
@@ -276,12 +279,13 @@ class Runner:
         events = asyncio.create_task(ctx.events.run(), name="events")
         leading = asyncio.create_task(self._lead_forever(ctx), name="lead-forever")
         leading.add_done_callback(self._leading_ended)
+        sharing = asyncio.create_task(self._share_forever(ctx), name="share-forever")
         try:
             await self.stopping.wait()
         finally:
             log.info("event=shutdown identity=%s", self.identity)
             await self.health.enter_graceful_shutdown()
-            await cancel_and_wait(leading, events)
+            await cancel_and_wait(leading, sharing, events)
             if ctx.elector is not None:
                 await ctx.elector.resign()
             await registration.close()
@@ -349,6 +353,19 @@ class Runner:
             # A task that was down when leadership ended is no reason for a standby to look
             # broken; after graceful shutdown began, the servicer ignores this.
             await self.health.clear("task/")
+
+    async def _share_forever(self, ctx: ServiceContext) -> None:
+        if self.spec.share is None:
+            return
+        while True:
+            try:
+                await self.spec.share(ctx)
+                return
+            except Exception as e:  # a bug in the shared work must not end it for good
+                log.exception("event=share-failed error=%s: %s", type(e).__name__, e)
+                await self.health.set_reason("share", f"shared work failed ({type(e).__name__}: {e}); restarting")
+                await asyncio.sleep(1.0)
+                await self.health.clear("share")
 
     async def _lead_forever(self, ctx: ServiceContext) -> None:
         if self.spec.lead is None:

@@ -69,6 +69,8 @@ class WorkQueue:
         # which become ready again on done().
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
+        # Set whenever a key is done: what `drained` waits on.
+        self._one_done = asyncio.Event()
         self._getters: deque[asyncio.Future[None]] = deque()
         self._shutting_down = False
 
@@ -187,8 +189,15 @@ class WorkQueue:
         taken = self._taken_at.get(key)
         return taken[1] if taken is not None else None
 
+    async def drained(self, match: Callable[[str], bool]) -> None:
+        """Return once no key in flight matches (keys added meanwhile count too)."""
+        while any(match(key) for key in self._processing):
+            self._one_done.clear()
+            await self._one_done.wait()
+
     def done(self, key: str) -> None:
         self._processing.discard(key)
+        self._one_done.set()
         taken = self._taken_at.pop(key, None)
         if taken is not None:
             self._work_duration.observe(time.perf_counter() - taken[0])

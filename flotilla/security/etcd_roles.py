@@ -4,7 +4,8 @@ ranges; with client-certificate auth the certificate's common name is the etcd u
 
 The store keeps every object under `/flotilla/<resource>/[<namespace>/]<name>` (templates under
 `<plural>.<group>`), each service's endpoint records under `/flotilla/endpoints/<service>/` and
-its leader election under `/flotilla/election/<service>`. A range here is etcd's [key, range_end).
+its leader election under `/flotilla/election/<service>` (its shared work's members and claims under
+`/flotilla/shards/<service>/`). A range here is etcd's [key, range_end).
 
 Who gets what, and why:
 
@@ -21,7 +22,7 @@ Who gets what, and why:
   Works (an unjoined cluster's) and Events.
 - sim: nothing but its endpoint records.
 
-Every role also writes its own endpoint records and election key, and reads the endpoint registry
+Every role also writes its own endpoint records, election key and shard keys, and reads the endpoint registry
 (addresses only). Pull agents have no etcd user.
 `admin` (and anyone given the `root` role) has everything. Pure: a table in, grants out (tests/unit/test_etcd_roles.py).
 """
@@ -72,6 +73,7 @@ def _minus(whole: tuple[str, str], holes: Iterable[tuple[str, str]]) -> list[tup
 EVERYTHING = prefix_range(ROOT)
 ENDPOINTS = resource("endpoints")
 ELECTIONS = resource("election")
+SHARDS = resource("shards")
 MEMBER_TOKENS = resource("secrets", CLUSTER_SECRET_NAMESPACE)
 _CLUSTERS = resource(registry.CLUSTER.resource)
 _BINDINGS = [resource(registry.RESOURCE_BINDING.resource), resource(registry.CLUSTER_RESOURCE_BINDING.resource)]
@@ -79,8 +81,8 @@ _WORKS = resource(registry.WORK.resource)
 _EVENTS = resource(registry.EVENT.resource)
 _LEASES = resource(registry.LEASE.resource, CLUSTER_SECRET_NAMESPACE)
 _TAINT_POLICIES = resource(registry.CLUSTER_TAINT_POLICY.resource)
-# What holds objects (not the registries of endpoints and elections).
-OBJECTS = _minus(EVERYTHING, [ENDPOINTS, ELECTIONS])
+# What holds objects (not the registries of endpoints, elections and shard claims).
+OBJECTS = _minus(EVERYTHING, [ENDPOINTS, ELECTIONS, SHARDS])
 
 
 def _grants(permission: int, ranges: Iterable[tuple[str, str]]) -> list[Grant]:
@@ -88,10 +90,12 @@ def _grants(permission: int, ranges: Iterable[tuple[str, str]]) -> list[Grant]:
 
 
 def _own(name: str) -> list[Grant]:
-    """A process's own endpoint records and election key, and where the others are (the registry
-    holds addresses only): a service finds the webhook there to ask who may call it."""
+    """A process's own endpoint records, election key and shard membership and claims
+    (flotilla.store.shards), and where the others are (the registry holds addresses only): a
+    service finds the webhook there to ask who may call it."""
     return [Grant(*prefix_range(f"{ROOT}endpoints/{name}/"), READWRITE),
-            Grant(f"{ROOT}election/{name}", "", READWRITE), Grant(*ENDPOINTS, READ)]
+            Grant(f"{ROOT}election/{name}", "", READWRITE), Grant(*ENDPOINTS, READ),
+            Grant(*prefix_range(f"{ROOT}shards/{name}/"), READWRITE)]
 
 
 def service_grants(service: str) -> list[Grant]:
@@ -103,7 +107,7 @@ def service_grants(service: str) -> list[Grant]:
 
 _SERVICES: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
     "webhook": ([EVERYTHING], [EVERYTHING]),
-    "executor": (OBJECTS, _minus(EVERYTHING, [ENDPOINTS, ELECTIONS, MEMBER_TOKENS, _CLUSTERS, _LEASES])),
+    "executor": (OBJECTS, _minus(EVERYTHING, [ENDPOINTS, ELECTIONS, SHARDS, MEMBER_TOKENS, _CLUSTERS, _LEASES])),
     "scheduler": ([_CLUSTERS, *_BINDINGS], [*_BINDINGS, _EVENTS]),
     "taint_manager": ([_CLUSTERS, _TAINT_POLICIES, *_BINDINGS], [_CLUSTERS, *_BINDINGS, _EVENTS]),
     "eviction": ([_CLUSTERS, *_BINDINGS], [*_BINDINGS, _EVENTS]),

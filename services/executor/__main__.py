@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
 from flotilla.clusterstatus.clients import MemberClients
@@ -27,6 +28,7 @@ from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.store import ObjectStore
+from flotilla.store.shards import ShardCoordinator
 from services.executor.agent import PullAgent
 from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
 from services.executor.lease import LeaseRenewer
@@ -87,23 +89,40 @@ def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
 
 
 async def lead_controller(ctx: ServiceContext) -> None:
+    """The leader's work: the detector, the binding controllers and status aggregation."""
     args = ctx.args
-    # One manager for both sides, so they share the Work informer. Its informers keep ten
-    # thousand Works, bindings and templates each at scale, as bytes: a third of the memory.
+    # Its informers keep ten thousand Works, bindings and templates each at scale, as bytes.
     manager = ctx.manager(compact_informers=True)
-    clients = execution_clients(ctx.store, manager)
-    ExecutionManager(
-        ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
-        status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
-        interpreter_timeout=args.interpreter_call_timeout, interpreter_workers=args.interpreter_workers,
-        manager=manager,
-    )
-    # The detector, the binding controllers and status aggregation.
     config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
                             workers=args.concurrent_resourcebinding_syncs)
     ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager,
                         interpreter_timeout=args.interpreter_call_timeout,
                         interpreter_workers=args.interpreter_workers)
+    await manager.run()
+
+
+async def share_execution(ctx: ServiceContext) -> None:
+    """Every replica's work: applying the Works of its share of the Push clusters and reporting
+    their status. The replicas divide the clusters among themselves (flotilla.store.shards): a
+    replica that joins takes its share from the others, one that leaves or dies hands its share
+    over within a lease period, and a cluster is never acted on by two replicas at once."""
+    args = ctx.args
+    manager = ctx.manager(compact_informers=True)
+    clients = execution_clients(ctx.store, manager)
+    holder: list[ShardCoordinator] = []
+    execution = ExecutionManager(
+        ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
+        status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
+        interpreter_timeout=args.interpreter_call_timeout, interpreter_workers=args.interpreter_workers,
+        manager=manager, owns=lambda cluster: bool(holder) and holder[0].owns(cluster),
+    )
+    ttl = max(int(args.leader_elect_lease_duration), 1)
+    coordinator = ShardCoordinator(ctx.store, ctx.clock, ctx.name, ctx.identity, ttl,
+                                   execution.shards, execution.acquire, execution.release)
+    holder.append(coordinator)
+    manager.on_event(execution.clusters, lambda _: coordinator.poke(),
+                     predicate=lambda e: e.type is not EventType.MODIFIED)
+    manager.add_runnable("shards", coordinator.run)
     try:
         await manager.run()
     finally:
@@ -162,6 +181,7 @@ def spec_for(argv: Sequence[str] | None) -> ServiceSpec:
         description="Flotilla executor: templates and policies -> bindings -> Works -> member clusters",
         add_arguments=add_arguments,
         lead=lead_controller,
+        share=share_execution,
     )
 
 

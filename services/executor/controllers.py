@@ -29,7 +29,7 @@ from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.events import WatchEvent
-from flotilla.api.keys import execution_namespace, object_key
+from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, object_key, split_key
 from flotilla.api.v1 import cluster_pb2, config_pb2, meta_pb2
 from flotilla.interpreter.customized import CustomizedInterpreter
 from flotilla.interpreter.health import HealthInterpreter
@@ -252,8 +252,14 @@ class ExecutionManager:
                  serves: Callable[[cluster_pb2.Cluster], bool], *, only_cluster: str | None = None,
                  status_resync: float = 300.0, workers: int = WORK_SYNCS,
                  interpreter_timeout: float = DEFAULT_TIMEOUT, interpreter_workers: int = DEFAULT_WORKERS,
-                 events: EventRecorder | None = None, manager: Manager | None = None) -> None:
+                 events: EventRecorder | None = None, manager: Manager | None = None,
+                 owns: Callable[[str], bool] | None = None) -> None:
+        """`owns(cluster)`: whether this replica's share holds the cluster now (the executor's
+        replicas divide the member clusters among themselves, flotilla.store.shards); without it,
+        every cluster `serves` accepts is this instance's."""
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
+        owned = owns or (lambda _: True)
+        self.owns = owned
         namespace = execution_namespace(only_cluster) if only_cluster else None
         self.works = manager.informer(registry.WORK, namespace=namespace)
         self.works.add_indexer(routing.WORK_NAMESPACE_INDEX, lambda w: [w.metadata.namespace])
@@ -270,15 +276,21 @@ class ExecutionManager:
         self.reflector = CustomizedInterpreter(runner=self.scripts)
         # Shared: status is read from a member's cache only once it has seen the last apply.
         self.applied = applied = AppliedGenerations()
+        self.serves = serves
+
+        def serves_owned(cluster: cluster_pb2.Cluster) -> bool:
+            return serves(cluster) and owned(cluster.metadata.name)
+
         self.execution = manager.controller("execution", ExecutionReconciler(
-            store, clock, self.works, self.clusters, connect, serves, applied, events, self.reflector,
+            store, clock, self.works, self.clusters, connect, serves_owned, applied, events, self.reflector,
+            owns=owned,
         ), workers=workers)
         # Member status by watch: member events feed per-cluster caches and enqueue the Works
         # that carry the changed objects; the reconcile reads cache and Work, and writes status.
-        self.watches = MemberWatches(clock, connect, serves, self._member_changed, self._member_synced,
+        self.watches = MemberWatches(clock, connect, serves_owned, self._member_changed, self._member_synced,
                                      resync=status_resync)
         self.work_status = WorkStatusReconciler(store, clock, self.works, self.clusters, self.watches,
-                                                self.interpreter, events, applied, self.reflector)
+                                                self.interpreter, events, applied, self.reflector, owns=owned)
         self.status = manager.controller("work-status", self.work_status, workers=workers)
         manager.watch(self.works, routing.work, self.execution, predicate=routing.work_apply_state_changed)
         manager.watch(self.clusters, routing.works_of_cluster(self.works), self.execution,
@@ -308,6 +320,30 @@ class ExecutionManager:
         # Works skipped while the kind was not yet listed (their objects may not have changed).
         for key in self.work_status.works_of_cluster(cluster):
             self.status.enqueue(key)
+
+    def shards(self) -> list[str]:
+        """The clusters whose Works this side may have to act on: every cluster it serves, and
+        the execution namespaces of Works whose Cluster is gone (their deletion is still to do)."""
+        names = {c.metadata.name for c in self.clusters.list() if self.serves(c)}
+        for namespace in {split_key(key)[0] for key in self.works.keys()}:
+            name = cluster_of_execution_namespace(namespace)
+            if name is not None and self.clusters.get(name) is None:
+                names.add(name)
+        return sorted(names)
+
+    async def acquire(self, cluster: str) -> None:
+        """This replica's share now holds the cluster: look at each of its Works."""
+        for key in sorted(self.works.index_keys(routing.WORK_NAMESPACE_INDEX, execution_namespace(cluster))):
+            self.execution.enqueue(key)
+            self.status.enqueue(key)
+
+    async def release(self, cluster: str) -> None:
+        """Stop acting on the cluster; return once nothing of it is in flight, so the next owner
+        never acts on one of its Works while this replica still does."""
+        self.watches.forget(cluster)
+        prefix = execution_namespace(cluster) + "/"
+        for controller in (self.execution, self.status):
+            await controller.queue.drained(lambda key: key.startswith(prefix))
 
     async def run(self) -> None:
         """Until cancelled."""

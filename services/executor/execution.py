@@ -86,8 +86,11 @@ class ExecutionReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], connect: Connect,
                  serves: Callable[[cluster_pb2.Cluster], bool], applied: AppliedGenerations | None = None,
-                 events: EventRecorder | None = None, retainer: CustomizedInterpreter | None = None) -> None:
+                 events: EventRecorder | None = None, retainer: CustomizedInterpreter | None = None,
+                 owns: Callable[[str], bool] | None = None) -> None:
         self.store = store
+        # The clusters this replica's share holds (flotilla.store.shards); every one without sharing.
+        self.owns = owns or _everything
         # The customizations' retention scripts (Retain), run before an object is written over.
         self.retainer = retainer
         self.clock = clock
@@ -105,7 +108,7 @@ class ExecutionReconciler:
         if work is None:
             return None
         cluster_name = cluster_of_execution_namespace(work.metadata.namespace)
-        if cluster_name is None:
+        if cluster_name is None or not self.owns(cluster_name):
             return None
         cluster = self.clusters.get(cluster_name)
         if cluster is not None and not self.serves(cluster):
@@ -265,6 +268,10 @@ class ExecutionReconciler:
                                      self.works.get(f"{work.metadata.namespace}/{work.metadata.name}"), change)
         except NotFound:
             return
+
+
+def _everything(_: str) -> bool:
+    return True
 
 
 def work_cluster(key: str) -> str | None:

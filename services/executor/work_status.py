@@ -14,7 +14,7 @@ conflict, or take it over under Overwrite).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flotilla.aio.clock import Clock
@@ -136,8 +136,10 @@ class WorkStatusReconciler:
     def __init__(self, store: ObjectStore, clock: Clock, works: Informer[work_pb2.Work],
                  clusters: Informer[cluster_pb2.Cluster], watches: MemberWatches, interpreter: HealthInterpreter,
                  events: EventRecorder | None = None, applied: AppliedGenerations | None = None,
-                 reflector: CustomizedInterpreter | None = None) -> None:
+                 reflector: CustomizedInterpreter | None = None, owns: Callable[[str], bool] | None = None) -> None:
         self.store = store
+        # The clusters this replica's share holds (flotilla.store.shards); every one without sharing.
+        self.owns = owns or (lambda _: True)
         # The customizations' statusReflection scripts; None: every kind records its `status`.
         self.reflector = reflector
         self.clock = clock
@@ -163,7 +165,7 @@ class WorkStatusReconciler:
         if work is None or work.metadata.HasField("deletion_timestamp"):
             return None
         cluster_name = cluster_of_execution_namespace(split_key(key)[0])
-        cluster = self.clusters.get(cluster_name) if cluster_name else None
+        cluster = self.clusters.get(cluster_name) if cluster_name and self.owns(cluster_name) else None
         if cluster is None:
             return None
         applied = get_condition(work.status.conditions, APPLIED)
