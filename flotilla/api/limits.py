@@ -22,6 +22,12 @@ MAX_VALUES = 200_000
 # Entries of a policy's resourceSelectors and of its placement's clusterAffinities: each one is
 # matched against every template or cluster on every reconcile.
 MAX_SELECTORS = 1_000
+# Objects in one ApplyBatch request to the webhook (more: INVALID_ARGUMENT), and the bytes of
+# object JSON a client puts in one (half gRPC's default 4 MiB receive limit, the webhook's
+# --max-message-bytes, leaving room for the framing); a client splits a larger set into requests
+# within both, and a single larger document travels alone.
+MAX_BATCH_OBJECTS = 500
+MAX_BATCH_BYTES = 2 * 2**20
 
 
 # (value, parent node, key in the parent, depth): a path is only spelled out for an error.

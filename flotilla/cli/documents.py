@@ -1,4 +1,4 @@
-"""Reading `-f FILE|-` arguments into documents, and naming objects the way output lines do."""
+"""Reading `-f FILE|DIRECTORY|-` arguments into documents, and naming objects the way output lines do."""
 
 from __future__ import annotations
 
@@ -22,10 +22,28 @@ def source_name(path: str) -> str:
     return "STDIN" if path == "-" else path
 
 
-def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Every document of every file, with the path it came from."""
-    docs: list[tuple[str, dict[str, Any]]] = []
+# The files of a directory that `-f DIRECTORY` reads, as kubectl's: its own (not its
+# subdirectories'), in name order.
+MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Each path, a directory replaced by its manifest files in name order."""
+    files: list[str] = []
     for path in paths:
+        if path != "-" and Path(path).is_dir():
+            files += sorted(str(p) for p in Path(path).iterdir()
+                            if p.suffix in MANIFEST_SUFFIXES and not p.is_dir())
+        else:
+            files.append(path)
+    return files
+
+
+def read_sources(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every document of every file (of a directory: of each of its manifest files), with the
+    path it came from."""
+    docs: list[tuple[str, dict[str, Any]]] = []
+    for path in expand_paths(paths):
         try:
             data = _read_stdin() if path == "-" else Path(path).read_bytes()
         except OSError as e:

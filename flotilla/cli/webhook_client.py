@@ -5,14 +5,16 @@ every service (docs/deploy.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TypeVar
 
 import grpc
 
 from flotilla.api.errors import UserError
-from flotilla.api.v1 import webhook_pb2_grpc
+from flotilla.api.limits import MAX_BATCH_BYTES, MAX_BATCH_OBJECTS
+from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.connection import API_ADDRESS_ENV, service_channel
 from flotilla.store.base import StoreBase
 from flotilla.store.endpoints import Endpoint, list_endpoints
@@ -25,6 +27,24 @@ ADDRESS_ENV = API_ADDRESS_ENV
 
 class WebhookConflict(UserError):
     """The object changed since it was read (gRPC ABORTED)."""
+
+
+class TooLarge(UserError):
+    """The request is larger than the webhook takes (gRPC RESOURCE_EXHAUSTED)."""
+
+
+def batches(objects_json: Sequence[bytes], max_objects: int = MAX_BATCH_OBJECTS,
+            max_bytes: int = MAX_BATCH_BYTES) -> Iterator[Sequence[bytes]]:
+    """The objects in order, in runs of at most `max_objects` objects and `max_bytes` bytes
+    (an object larger than that alone)."""
+    start, size = 0, 0
+    for i, raw in enumerate(objects_json):
+        if i > start and (i - start >= max_objects or size + len(raw) > max_bytes):
+            yield objects_json[start:i]
+            start, size = i, 0
+        size += len(raw)
+    if start < len(objects_json):
+        yield objects_json[start:]
 
 
 class WebhookClient:
@@ -69,6 +89,38 @@ class WebhookClient:
             self._endpoints = {e.address: e for e in found}
         return self._addresses
 
+    async def apply_batch(self, objects_json: Sequence[bytes], dry_run: bool = False, in_flight: int = 1
+                          ) -> list[webhook_pb2.AdmissionBatchResult]:
+        """Admit every object through ApplyBatch, one result per object in their order. The
+        objects go in requests of at most MAX_BATCH_OBJECTS objects and MAX_BATCH_BYTES bytes
+        (a larger single object alone), sent one after another so that the file order holds
+        across them; a request the server still finds too large (a smaller --max-message-bytes)
+        is split in two and sent again. `in_flight` > 1 sends that many requests at once, for
+        objects that do not depend on one another (the order then holds within a request only)."""
+        chunks = list(batches(objects_json))
+        answers: list[list[webhook_pb2.AdmissionBatchResult]] = [[] for _ in chunks]
+        slots = asyncio.Semaphore(max(1, in_flight))
+
+        async def send(i: int) -> None:
+            async with slots:
+                answers[i] = await self._apply_chunk(chunks[i], dry_run)
+
+        await asyncio.gather(*(send(i) for i in range(len(chunks))))
+        return [result for answer in answers for result in answer]
+
+    async def _apply_chunk(self, chunk: Sequence[bytes], dry_run: bool) -> list[webhook_pb2.AdmissionBatchResult]:
+        request = webhook_pb2.AdmissionBatchRequest(objects_json=chunk, dry_run=dry_run)
+        try:
+            response: webhook_pb2.AdmissionBatchResponse = await self.call(lambda s: s.ApplyBatch, request)
+        except TooLarge:
+            if len(chunk) == 1:
+                raise
+            half = len(chunk) // 2
+            return [*await self._apply_chunk(chunk[:half], dry_run), *await self._apply_chunk(chunk[half:], dry_run)]
+        if len(response.results) != len(chunk):
+            raise UserError(f"the webhook answered {len(response.results)} of {len(chunk)} objects")
+        return list(response.results)
+
     async def call(self, method: Callable[[webhook_pb2_grpc.WebhookStub], Callable[..., Awaitable[R]]],
                    request: object) -> R:
         """Call one RPC, trying each registered replica until one answers."""
@@ -79,6 +131,8 @@ class WebhookClient:
             except grpc.aio.AioRpcError as e:
                 if e.code() == grpc.StatusCode.ABORTED:
                     raise WebhookConflict(e.details() or "conflict") from e
+                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise TooLarge(e.details() or e.code().name) from e
                 if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     raise UserError(e.details() or e.code().name) from e
                 tried.append(address)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -20,7 +20,7 @@ from google.protobuf.message import DecodeError, Message
 from opentelemetry import trace
 
 from flotilla.api import codec, registry
-from flotilla.api.limits import MAX_DOCUMENT_BYTES
+from flotilla.api.limits import MAX_BATCH_OBJECTS, MAX_DOCUMENT_BYTES
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.security.rbac import ACCESS_REVIEW, User
 from flotilla.security.rbac import Request as Access
@@ -45,11 +45,17 @@ from services.webhook.metrics import WEBHOOK_REQUESTS
 log = logging.getLogger(__name__)
 SERVICE = webhook_pb2.DESCRIPTOR.services_by_name["Webhook"].full_name
 tracer = trace.get_tracer("flotilla.webhook")
+# How many objects of one ApplyBatch are admitted at once (each waits on etcd for its read and its
+# compare-and-swap, so a few dozen keep the process busy without holding a whole batch in flight).
+BATCH_CONCURRENCY = 32
+# Kinds other objects may need in place before them: a batch admits each alone, in file order.
+ORDERING_KINDS = frozenset({"Namespace", "CustomResourceDefinition", "Role", "ClusterRole", "RoleBinding",
+                            "ClusterRoleBinding"})
 
 
-def _response(review: Review, result: str = "") -> webhook_pb2.AdmissionResponse:
+def _response(review: Review, result: str = "", with_object: bool = True) -> webhook_pb2.AdmissionResponse:
     response = webhook_pb2.AdmissionResponse(allowed=review.allowed, result=result)
-    if review.obj is not None:
+    if with_object and review.obj is not None:
         response.object_json = codec.to_json(review.obj)
     response.violations.extend(webhook_pb2.FieldViolation(path=e.path, reason=e.reason) for e in review.errors)
     response.warnings.extend(review.warnings)
@@ -97,14 +103,66 @@ def document(request: Request) -> Any | Review:
     """The request's JSON value, or a Review naming why there is none."""
     if isinstance(request, Undecodable):
         return Review(None, errors=[codec.FieldError("", request.problem)])
-    size = len(request.object_json.encode())
+    return _json_value(request.object_json, len(request.object_json.encode()))
+
+
+def batch_document(raw: bytes) -> Any | Review:
+    """One object of an ApplyBatch (bytes, not yet known to be UTF-8), as `document` reads a request."""
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        return _json_value("", len(raw))
+    try:
+        text = codec.utf8_text(raw)
+    except codec.CodecError as e:
+        return Review(None, errors=e.errors)
+    return _json_value(text, len(raw))
+
+
+def _json_value(text: str, size: int) -> Any | Review:
     if size > MAX_DOCUMENT_BYTES:
         return Review(None, errors=[codec.FieldError(
             "", f"the document is larger than {MAX_DOCUMENT_BYTES} bytes ({size} bytes)")])
     try:
-        return codec.load_json(request.object_json)
+        return codec.load_json(text)
     except codec.CodecError as e:
         return Review(None, errors=e.errors)
+
+
+def waves(docs: Sequence[Any]) -> list[list[int]]:
+    """The indices of a batch's documents in the groups ApplyBatch admits one after another; the
+    documents of a group are admitted concurrently. File order is kept wherever it can matter:
+    a kind others may need in place first (ORDERING_KINDS: a Namespace, a CRD, RBAC) is a group
+    of its own, after everything before it and before everything after it, as is any document
+    naming an object (kind and name) that the current group already holds, so that the later
+    document wins, as it does when kubectl applies a file one object after another."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    names: set[tuple[str, str]] = set()
+    for i, doc in enumerate(docs):
+        key = _kind_and_name(doc)
+        kind = key[0] if key else ""
+        if kind in ORDERING_KINDS or key in names:
+            if current:
+                groups.append(current)
+            current, names = [], set()
+            if kind in ORDERING_KINDS:
+                groups.append([i])
+                continue
+        current.append(i)
+        if key:
+            names.add(key)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _kind_and_name(doc: Any) -> tuple[str, str] | None:
+    """A document's kind and name as written (namespace and apiVersion left out: a coarser key
+    orders more, never less); None for one that names no object (admission refuses it)."""
+    if not isinstance(doc, dict):
+        return None
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return str(doc.get("kind") or ""), str(name or "")
 
 
 def _kind(obj: Message) -> str:
@@ -147,18 +205,25 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
     async def Apply(self, request: Request, context: grpc.aio.ServicerContext
                     ) -> webhook_pb2.AdmissionResponse:
         user = await self.gate.caller(context)
-        identity = applied_by(user)
         doc = document(request)
         if isinstance(doc, Review):
             return _response(doc)
+        try:
+            return await self._apply(doc, user, "Apply")
+        except Forbidden as e:
+            await abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
+        except Conflict as e:
+            await abort(context, grpc.StatusCode.ABORTED, str(e))
+
+    async def _apply(self, doc: Any, user: User, method: str, with_object: bool = True
+                     ) -> webhook_pb2.AdmissionResponse:
+        """One object's write, for Apply and for each object of ApplyBatch: authorized (`method`
+        is what the audit log records), defaulted, validated, written with compare-and-swap and
+        attributed. Raises Forbidden or Conflict."""
+        identity = applied_by(user)
         with tracer.start_as_current_span("webhook.apply") as span:
-            try:
-                outcome: Outcome = await self.admission.apply(doc, applied_by=identity,
-                                                              authorize=self._authorize("Apply", user))
-            except Forbidden as e:
-                await abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
-            except Conflict as e:
-                await abort(context, grpc.StatusCode.ABORTED, str(e))
+            outcome: Outcome = await self.admission.apply(doc, applied_by=identity,
+                                                          authorize=self._authorize(method, user))
             review = outcome.review
             if review.obj is not None:
                 span.set_attribute("flotilla.object", f"{_kind(review.obj)}/{meta_of(review.obj).name}")
@@ -168,7 +233,59 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServicer):
                              object_key_of(review.obj), outcome.result, identity or "-")
                     if outcome.result != UNCHANGED:
                         self._record(review.obj, "Applied", outcome.result, identity)
-            return _response(review, outcome.result)
+            return _response(review, outcome.result, with_object)
+
+    async def ApplyBatch(self, request: webhook_pb2.AdmissionBatchRequest, context: grpc.aio.ServicerContext
+                         ) -> webhook_pb2.AdmissionBatchResponse:
+        """Each object as Apply (Validate, with dry_run) admits it, answered on its own: a refusal
+        that would end an Apply with a gRPC status (PERMISSION_DENIED, ABORTED) is that object's
+        result, and so is an unexpected failure (INTERNAL, its traceback only in the log).
+
+        Order: the documents are admitted in the groups `waves` makes, one group after another,
+        the objects of a group concurrently (at most BATCH_CONCURRENCY at once), so a Namespace,
+        a CRD or an RBAC object is in place before anything after it in the request is admitted,
+        and a later document for the same object wins."""
+        count = len(request.objects_json)
+        if count > MAX_BATCH_OBJECTS:
+            await abort(context, grpc.StatusCode.INVALID_ARGUMENT,
+                        f"a batch holds at most {MAX_BATCH_OBJECTS} objects ({count} sent); split it")
+        user = await self.gate.caller(context)
+        docs = [batch_document(raw) for raw in request.objects_json]
+        results: list[webhook_pb2.AdmissionBatchResult] = [webhook_pb2.AdmissionBatchResult()] * count
+        semaphore = asyncio.Semaphore(BATCH_CONCURRENCY)
+
+        async def admit(i: int) -> None:
+            async with semaphore:
+                results[i] = await self._batch_one(docs[i], user, request.dry_run)
+
+        for wave in waves(docs):
+            await asyncio.gather(*(admit(i) for i in wave))
+        return webhook_pb2.AdmissionBatchResponse(results=results)
+
+    async def _batch_one(self, doc: Any, user: User, dry_run: bool) -> webhook_pb2.AdmissionBatchResult:
+        webhook = "validate" if dry_run else "apply"
+        Result = webhook_pb2.AdmissionBatchResult
+        try:
+            if isinstance(doc, Review):
+                response = _response(doc)
+            elif dry_run:
+                response = _response(await self.admission.review(doc, authorize=self._authorize("ApplyBatch", user)),
+                                     with_object=False)
+            else:
+                response = await self._apply(doc, user, "ApplyBatch", with_object=False)
+        except Forbidden as e:
+            WEBHOOK_REQUESTS.labels(webhook, "error").inc()
+            return Result(error_code=grpc.StatusCode.PERMISSION_DENIED.name, error=str(e))
+        except Conflict as e:
+            WEBHOOK_REQUESTS.labels(webhook, "error").inc()
+            return Result(error_code=grpc.StatusCode.ABORTED.name, error=str(e))
+        except Exception as e:
+            log.exception("event=apply_batch_failed")
+            WEBHOOK_REQUESTS.labels(webhook, "error").inc()
+            return Result(error_code=grpc.StatusCode.INTERNAL.name,
+                          error=f"admission failed ({type(e).__name__}); the webhook's log has the details")
+        WEBHOOK_REQUESTS.labels(webhook, "allowed" if response.allowed else "denied").inc()
+        return Result(response=response)
 
     async def Default(self, request: Request, context: grpc.aio.ServicerContext
                       ) -> webhook_pb2.AdmissionResponse:
@@ -262,6 +379,19 @@ def counted(webhook: str, method: Callable[[Any, grpc.aio.ServicerContext], Awai
     return handler
 
 
+def _counted_errors(webhook: str, method: Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]
+                    ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
+    """A batch's objects are counted one by one (as apply or validate); the batch only when it
+    ends with a gRPC error status as a whole."""
+    async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(request, context)
+        except BaseException:
+            WEBHOOK_REQUESTS.labels(webhook, "error").inc()
+            raise
+    return handler
+
+
 def add_to_server(servicer: WebhookServicer, server: grpc.aio.Server) -> None:
     """The generated registration, but an AdmissionRequest that does not parse reaches the
     servicer as Undecodable, to be answered with a violation rather than an UNKNOWN status."""
@@ -283,7 +413,12 @@ def add_to_server(servicer: WebhookServicer, server: grpc.aio.Server) -> None:
         request_deserializer=webhook_pb2.AccessReviewRequest.FromString,
         response_serializer=webhook_pb2.AccessReviewResponse.SerializeToString,
     )
-    handlers = {**admission, "Delete": delete, "ReviewAccess": review_access}
+    batch = grpc.unary_unary_rpc_method_handler(
+        _counted_errors("applybatch", servicer.ApplyBatch),
+        request_deserializer=webhook_pb2.AdmissionBatchRequest.FromString,
+        response_serializer=webhook_pb2.AdmissionBatchResponse.SerializeToString,
+    )
+    handlers = {**admission, "ApplyBatch": batch, "Delete": delete, "ReviewAccess": review_access}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
 

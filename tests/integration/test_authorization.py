@@ -155,6 +155,35 @@ async def test_nobody_grants_more_than_they_hold(callers: dict[str, Caller]) -> 
     assert [v.path for v in replaced.violations] == ["metadata.name"]
 
 
+async def test_a_batch_refuses_each_object_the_caller_may_not_write_as_apply_does(
+        callers: dict[str, Caller], store: Store) -> None:
+    admin, alice = callers["admin"], callers["alice"]
+    assert (await admin.apply(role_binding("team-c-admin", "team-c", "ClusterRole", "admin",
+                                           {"kind": "Group", "name": "team-a"}))).allowed
+
+    async def alice_may_bind() -> bool:
+        return await alice.can("create", "rbac.authorization.k8s.io", "rolebindings", "team-c")
+
+    await eventually(alice_may_bind, 30, "the webhook sees the new RoleBinding")
+    forbidden = policy("theirs", "default")
+    escalating = role_binding("alice-root", "team-c", "ClusterRole", "cluster-admin",
+                              {"kind": "User", "name": "alice"})
+    alone = [await alice.denied("Apply", webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
+             for doc in (forbidden, escalating)]
+    for dry_run in (True, False):
+        answer = await alice.call("ApplyBatch", webhook_pb2.AdmissionBatchRequest(
+            objects_json=[json.dumps(doc).encode() for doc in (forbidden, policy("ours", "team-c"), escalating)],
+            dry_run=dry_run))
+        refused, allowed, escalation = answer.results
+        # Refused in a batch just as alone, in the same words; the object the caller may write is admitted.
+        assert [(r.error_code, r.error) for r in (refused, escalation)] == [("PERMISSION_DENIED", a) for a in alone]
+        assert "is attempting to grant RBAC permissions not currently held" in escalation.error
+        assert allowed.response.allowed and allowed.response.result == ("" if dry_run else "created")
+    assert await store.try_get(registry.PROPAGATION_POLICY, "default", "theirs") is None
+    assert await store.try_get(registry.lookup("rolebindings"), "team-c", "alice-root") is None
+    assert await store.try_get(registry.PROPAGATION_POLICY, "team-c", "ours") is not None
+
+
 async def test_access_reviews_and_impersonation(callers: dict[str, Caller]) -> None:
     admin, status = callers["admin"], callers["status"]
     assert await admin.can("delete", "cluster.karmada.io", "clusters")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66lotilla/v1/webhook.proto\x12\x0b\x66lotilla.v1\"\'\n\x10\x41\x64missionRequest\x12\x13\n\x0bobject_json\x18\x01 \x01(\t\".\n\x0e\x46ieldViolation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8c\x01\n\x11\x41\x64missionResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x13\n\x0bobject_json\x18\x02 \x01(\t\x12\x0e\n\x06result\x18\x03 \x01(\t\x12/\n\nviolations\x18\x04 \x03(\x0b\x32\x1b.flotilla.v1.FieldViolation\x12\x10\n\x08warnings\x18\x05 \x03(\t\"m\n\rDeleteRequest\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\" \n\x0e\x44\x65leteResponse\x12\x0e\n\x06result\x18\x01 \x01(\t\"\x9c\x01\n\x13\x41\x63\x63\x65ssReviewRequest\x12\x0c\n\x04verb\x18\x01 \x01(\t\x12\x11\n\tapi_group\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x13\n\x0bsubresource\x18\x04 \x01(\t\x12\x11\n\tnamespace\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\x0c\n\x04user\x18\x07 \x01(\t\x12\x0e\n\x06groups\x18\x08 \x03(\t\"7\n\x14\x41\x63\x63\x65ssReviewResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t2\xfe\x02\n\x07Webhook\x12\x46\n\x05\x41pply\x12\x1d.flotilla.v1.AdmissionRequest\x1a\x1e.flotilla.v1.AdmissionResponse\x12H\n\x07\x44\x65\x66\x61ult\x12\x1d.flotilla.v1.AdmissionRequest\x1a\x1e.flotilla.v1.AdmissionResponse\x12I\n\x08Validate\x12\x1d.flotilla.v1.AdmissionRequest\x1a\x1e.flotilla.v1.AdmissionResponse\x12\x41\n\x06\x44\x65lete\x12\x1a.flotilla.v1.DeleteRequest\x1a\x1b.flotilla.v1.DeleteResponse\x12S\n\x0cReviewAccess\x12 .flotilla.v1.AccessReviewRequest\x1a!.flotilla.v1.AccessReviewResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66lotilla/v1/webhook.proto\x12\x0b\x66lotilla.v1\"\'\n\x10\x41\x64missionRequest\x12\x13\n\x0bobject_json\x18\x01 \x01(\t\".\n\x0e\x46ieldViolation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8c\x01\n\x11\x41\x64missionResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x13\n\x0bobject_json\x18\x02 \x01(\t\x12\x0e\n\x06result\x18\x03 \x01(\t\x12/\n\nviolations\x18\x04 \x03(\x0b\x32\x1b.flotilla.v1.FieldViolation\x12\x10\n\x08warnings\x18\x05 \x03(\t\">\n\x15\x41\x64missionBatchRequest\x12\x14\n\x0cobjects_json\x18\x01 \x03(\x0c\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\"k\n\x14\x41\x64missionBatchResult\x12\x30\n\x08response\x18\x01 \x01(\x0b\x32\x1e.flotilla.v1.AdmissionResponse\x12\x12\n\nerror_code\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\"L\n\x16\x41\x64missionBatchResponse\x12\x32\n\x07results\x18\x01 \x03(\x0b\x32!.flotilla.v1.AdmissionBatchResult\"m\n\rDeleteRequest\x12\x13\n\x0b\x61pi_version\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x18\n\x10resource_version\x18\x05 \x01(\t\" \n\x0e\x44\x65leteResponse\x12\x0e\n\x06result\x18\x01 \x01(\t\"\x9c\x01\n\x13\x41\x63\x63\x65ssReviewRequest\x12\x0c\n\x04verb\x18\x01 \x01(\t\x12\x11\n\tapi_group\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x13\n\x0bsubresource\x18\x04 \x01(\t\x12\x11\n\tnamespace\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\x12\x0c\n\x04user\x18\x07 \x01(\t\x12\x0e\n\x06groups\x18\x08 \x03(\t\"7\n\x14\x41\x63\x63\x65ssReviewResponse\x12\x0f\n\x07\x61llowed\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t2\xd5\x03\n\x07Webhook\x12\x46\n\x05\x41pply\x12\x1d.flotilla.v1.AdmissionRequest\x1a\x1e.flotilla.v1.AdmissionResponse\x12U\n\nApplyBatch\x12\".flotilla.v1.AdmissionBatchRequest\x1a#.flotilla.v1.AdmissionBatchResponse\x12H\n\x07\x44\x65\x66\x61ult\x12\x1d.flotilla.v1.AdmissionRequest\x1a\x1e.flotilla.v1.AdmissionResponse\x12I\n\x08Validate\x12\x1d.flotilla.v1.AdmissionRequest\x1a\x1e.flotilla.v1.AdmissionResponse\x12\x41\n\x06\x44\x65lete\x12\x1a.flotilla.v1.DeleteRequest\x1a\x1b.flotilla.v1.DeleteResponse\x12S\n\x0cReviewAccess\x12 .flotilla.v1.AccessReviewRequest\x1a!.flotilla.v1.AccessReviewResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,14 +37,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FIELDVIOLATION']._serialized_end=129
   _globals['_ADMISSIONRESPONSE']._serialized_start=132
   _globals['_ADMISSIONRESPONSE']._serialized_end=272
-  _globals['_DELETEREQUEST']._serialized_start=274
-  _globals['_DELETEREQUEST']._serialized_end=383
-  _globals['_DELETERESPONSE']._serialized_start=385
-  _globals['_DELETERESPONSE']._serialized_end=417
-  _globals['_ACCESSREVIEWREQUEST']._serialized_start=420
-  _globals['_ACCESSREVIEWREQUEST']._serialized_end=576
-  _globals['_ACCESSREVIEWRESPONSE']._serialized_start=578
-  _globals['_ACCESSREVIEWRESPONSE']._serialized_end=633
-  _globals['_WEBHOOK']._serialized_start=636
-  _globals['_WEBHOOK']._serialized_end=1018
+  _globals['_ADMISSIONBATCHREQUEST']._serialized_start=274
+  _globals['_ADMISSIONBATCHREQUEST']._serialized_end=336
+  _globals['_ADMISSIONBATCHRESULT']._serialized_start=338
+  _globals['_ADMISSIONBATCHRESULT']._serialized_end=445
+  _globals['_ADMISSIONBATCHRESPONSE']._serialized_start=447
+  _globals['_ADMISSIONBATCHRESPONSE']._serialized_end=523
+  _globals['_DELETEREQUEST']._serialized_start=525
+  _globals['_DELETEREQUEST']._serialized_end=634
+  _globals['_DELETERESPONSE']._serialized_start=636
+  _globals['_DELETERESPONSE']._serialized_end=668
+  _globals['_ACCESSREVIEWREQUEST']._serialized_start=671
+  _globals['_ACCESSREVIEWREQUEST']._serialized_end=827
+  _globals['_ACCESSREVIEWRESPONSE']._serialized_start=829
+  _globals['_ACCESSREVIEWRESPONSE']._serialized_end=884
+  _globals['_WEBHOOK']._serialized_start=887
+  _globals['_WEBHOOK']._serialized_end=1356
 # @@protoc_insertion_point(module_scope)

@@ -34,6 +34,30 @@ class AdmissionResponse(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, allowed: _Optional[bool] = ..., object_json: _Optional[str] = ..., result: _Optional[str] = ..., violations: _Optional[_Iterable[_Union[FieldViolation, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class AdmissionBatchRequest(_message.Message):
+    __slots__ = ("objects_json", "dry_run")
+    OBJECTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    objects_json: _containers.RepeatedScalarFieldContainer[bytes]
+    dry_run: bool
+    def __init__(self, objects_json: _Optional[_Iterable[bytes]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class AdmissionBatchResult(_message.Message):
+    __slots__ = ("response", "error_code", "error")
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    response: AdmissionResponse
+    error_code: str
+    error: str
+    def __init__(self, response: _Optional[_Union[AdmissionResponse, _Mapping]] = ..., error_code: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class AdmissionBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[AdmissionBatchResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[AdmissionBatchResult, _Mapping]]] = ...) -> None: ...
+
 class DeleteRequest(_message.Message):
     __slots__ = ("api_version", "kind", "namespace", "name", "resource_version")
     API_VERSION_FIELD_NUMBER: _ClassVar[int]

@@ -39,6 +39,11 @@ class WebhookStub:
                 request_serializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionRequest.SerializeToString,
                 response_deserializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionResponse.FromString,
                 _registered_method=True)
+        self.ApplyBatch = channel.unary_unary(
+                '/flotilla.v1.Webhook/ApplyBatch',
+                request_serializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionBatchRequest.SerializeToString,
+                response_deserializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionBatchResponse.FromString,
+                _registered_method=True)
         self.Default = channel.unary_unary(
                 '/flotilla.v1.Webhook/Default',
                 request_serializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionRequest.SerializeToString,
@@ -66,6 +71,17 @@ class WebhookServicer:
 
     def Apply(self, request, context):
         """Default, validate, then create or update with compare-and-swap.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApplyBatch(self, request, context):
+        """Many objects in one request, as `kubectl apply -f DIRECTORY` sends them: each is admitted
+        exactly as Apply admits it (as Validate does, with dry_run) and answered on its own; a
+        refused object changes nothing of its own and does not stop the others. At most
+        MAX_BATCH_OBJECTS objects (flotilla/api/limits.py; more: INVALID_ARGUMENT), within the
+        server's --max-message-bytes (more: RESOURCE_EXHAUSTED); clients split larger sets.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,6 +123,11 @@ def add_WebhookServicer_to_server(servicer, server):
                     servicer.Apply,
                     request_deserializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionRequest.FromString,
                     response_serializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionResponse.SerializeToString,
+            ),
+            'ApplyBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyBatch,
+                    request_deserializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionBatchRequest.FromString,
+                    response_serializer=flotilla_dot_v1_dot_webhook__pb2.AdmissionBatchResponse.SerializeToString,
             ),
             'Default': grpc.unary_unary_rpc_method_handler(
                     servicer.Default,
@@ -156,6 +177,33 @@ class Webhook:
             '/flotilla.v1.Webhook/Apply',
             flotilla_dot_v1_dot_webhook__pb2.AdmissionRequest.SerializeToString,
             flotilla_dot_v1_dot_webhook__pb2.AdmissionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flotilla.v1.Webhook/ApplyBatch',
+            flotilla_dot_v1_dot_webhook__pb2.AdmissionBatchRequest.SerializeToString,
+            flotilla_dot_v1_dot_webhook__pb2.AdmissionBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
