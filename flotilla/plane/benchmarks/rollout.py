@@ -1,12 +1,13 @@
 """Rollout benchmark: `flotilla up` plus a simulator whose members are joined in Push mode (each
 with 3 nodes of `--node-pods` pod slots, so every replica fits), then N Deployments each
 propagated to every member (Duplicated, one replica), from the first apply to every binding
-reporting every member Healthy; prints one JSON object.
+reporting every member Healthy; prints one JSON object. The objects reach admission as
+`flotillactl apply -f` sends them, in ApplyBatch requests (`--apply unary`: one Apply each).
 
 - wall_s: from the first apply to the last placement Healthy (or `--timeout`, with the
   Healthy/Unhealthy/Unknown counts where it stood).
-- executor/sim: the executor's and the simulator's CPU seconds over the rollout, and peak RSS
-  (with `--sim-processes N`, summed over the simulator's processes).
+- webhook/executor/sim/etcd: each one's CPU seconds over the rollout, and peak RSS (with
+  `--sim-processes N`, summed over the simulator's processes; the webhook's over its replicas).
 - readyz_ms: p50/p99/max of the simulator's `/readyz`, asked by a separate prober process one
   cluster after another (every `--probe-interval`) for the whole rollout, each over a connection
   kept alive since a warm-up round (as a control plane's prober keeps one per member), so a
@@ -53,6 +54,8 @@ from flotilla.store.embedded import free_port
 
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"
+# How the objects reach the webhook (--apply).
+BATCH, UNARY = "batch", "unary"
 SMOKE = {"clusters": 1, "deployments": 2, "timeout": 120.0, "node_pods": 10}
 
 
@@ -146,28 +149,39 @@ def placements(bindings: Informer[Any], clusters: int) -> Counter[str]:
 
 
 async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float,
-                  pids: dict[str, list[int]]) -> dict[str, Any]:
+                  pids: dict[str, list[int]], mode: str = BATCH) -> dict[str, Any]:
     store = await Store.connect(endpoint)
     bindings: Informer[Any] = Informer(store, registry.RESOURCE_BINDING, namespace=NAMESPACE)
     watching = asyncio.create_task(bindings.run())
     await bindings.wait_synced()
     webhook = WebhookClient(store)
-    semaphore = asyncio.Semaphore(16)
+    one_at_a_time = asyncio.Semaphore(16)
 
-    async def apply(doc: dict[str, Any]) -> None:
-        async with semaphore:
+    async def apply_each(doc: dict[str, Any]) -> None:
+        async with one_at_a_time:
             response = await webhook.call(lambda s: s.Apply,
                                           webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
             if not response.allowed:
                 raise RuntimeError(f"apply refused: {response}")
+
+    async def apply(docs: list[dict[str, Any]]) -> None:
+        if mode == UNARY:
+            await asyncio.gather(*(apply_each(doc) for doc in docs))
+            return
+        # Through ApplyBatch, as `flotillactl apply -f DIRECTORY` sends them: the Deployments are
+        # independent of one another, so two requests are in flight at once.
+        results = await webhook.apply_batch([json.dumps(doc).encode() for doc in docs], in_flight=2)
+        refused = [r for r in results if r.error_code or not r.response.allowed]
+        if refused:
+            raise RuntimeError(f"apply refused {len(refused)} of {len(docs)}: {refused[0]}")
 
     def cpu(name: str) -> float:
         return sum(cpu_seconds(pid) for pid in pids[name])
 
     cpu_before = {name: cpu(name) for name in pids}
     started = time.perf_counter()
-    await apply(policy(clusters))
-    await asyncio.gather(*(apply(deployment(i)) for i in range(deployments)))
+    await apply([policy(clusters)])
+    await apply([deployment(i) for i in range(deployments)])
     applied_s = time.perf_counter() - started
     total = clusters * deployments
     deadline = started + timeout
@@ -260,7 +274,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for name in names:
                 wait_for_file(kubeconfigs / f"{name}.yaml")
             asyncio.run(join_all(state.etcd_endpoints, kubeconfigs, names))
-            pids = {"executor": [state.services["executor"]], "sim": with_children(sim.pid)}
+            pids = {"webhook": [pid for name, pid in state.services.items() if name.startswith("webhook")],
+                    "executor": [state.services["executor"]], "sim": with_children(sim.pid),
+                    "etcd": state.etcd_pids or [state.etcd_pid]}
             reference_kubeconfig = data_dir / "reference" / "kubeconfigs" / "reference.yaml"
             wait_for_file(reference_kubeconfig)
             prober = subprocess.Popen(
@@ -271,12 +287,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if prober.stdout.readline().strip() != PROBER_READY:
                 raise RuntimeError(f"the /readyz prober exited before it started (code {prober.wait()})")
             load_before = os.getloadavg()
-            result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids))
+            result = asyncio.run(rollout(state.etcd_endpoints, args.clusters, args.deployments, args.timeout, pids,
+                                         args.apply))
             prober.send_signal(signal.SIGTERM)
             out, _ = prober.communicate(timeout=30)
             probed = json.loads(out)
             result["readyz_ms"], result["reference_readyz_ms"] = probed["sim"], probed["reference"]
-            return {"clusters": args.clusters, "deployments": args.deployments, "sim_processes": args.sim_processes,
+            return {"clusters": args.clusters, "deployments": args.deployments, "apply": args.apply,
+                    "sim_processes": args.sim_processes,
                     "sim_loop": args.sim_loop,
                     **result, "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]}
@@ -295,6 +313,9 @@ def main() -> None:
     parser.add_argument("--deployments", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     parser.add_argument("--profile", default="demo", help="the `flotilla up` timing profile")
+    parser.add_argument("--apply", choices=(BATCH, UNARY), default=BATCH,
+                        help="batch: the objects through ApplyBatch (500 a request, two requests in flight), as "
+                             "`flotillactl apply -f` sends them; unary: one Apply each, 16 in flight (as before)")
     parser.add_argument("--probe-interval", type=float, default=0.05)
     parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
     parser.add_argument("--sim-processes", type=int, default=1,
