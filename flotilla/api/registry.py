@@ -244,8 +244,10 @@ WELL_KNOWN_TEMPLATES: tuple[ResourceType[meta_pb2.Unstructured], ...] = tuple(
 # endpoint registry's and the leader elections' (flotilla.store.endpoints, flotilla.store.leader),
 # and who holds each lease granted through the storage API (services/webhook/storage.py).
 ENDPOINTS_SEGMENT, ELECTION_SEGMENT, LEASE_OWNERS_SEGMENT = "endpoints", "election", "leaseowners"
+# A service's replicas' membership and claims on their shared work (flotilla.store.shards).
+SHARDS_SEGMENT = "shards"
 RESERVED_RESOURCES: frozenset[str] = frozenset(
-    {rt.resource for rt in BUILTINS} | {ENDPOINTS_SEGMENT, ELECTION_SEGMENT, LEASE_OWNERS_SEGMENT})
+    {rt.resource for rt in BUILTINS} | {ENDPOINTS_SEGMENT, ELECTION_SEGMENT, LEASE_OWNERS_SEGMENT, SHARDS_SEGMENT})
 BUILTIN_BY_RESOURCE: dict[str, ResourceType[Any]] = {rt.resource: rt for rt in BUILTINS}
 _BY_KIND: dict[tuple[str, str], ResourceType[Any]] = {(rt.api_version, rt.kind): rt for rt in BUILTINS}
 _BUILTIN_GROUP_KINDS: dict[tuple[str, str], ResourceType[Any]] = {(rt.group, rt.kind): rt for rt in BUILTINS}

@@ -19,6 +19,7 @@ from flotilla.store import Store
 from flotilla.store.base import StoreBase
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
+from flotilla.store.shards import claims_prefix, members_prefix
 
 
 @dataclass
@@ -28,6 +29,9 @@ class InstanceStatus:
     leader: bool
     # Why it is not SERVING, as the service itself says; "" when it gives no reason.
     reason: str = ""
+    # The shards of the service's shared work this instance holds (flotilla.store.shards): for the
+    # executor, the member clusters whose Works it applies. None: the service shares no work.
+    shards: tuple[str, ...] | None = None
 
 
 async def check_health(endpoint: Endpoint | str, service: str = "", timeout: float = 2.0) -> tuple[str, str]:
@@ -65,11 +69,26 @@ def endpoint_health(endpoint: Endpoint) -> Awaitable[tuple[str, str]]:
 async def collect(store: StoreBase) -> list[InstanceStatus]:
     endpoints = await list_endpoints(store)
     healths = await asyncio.gather(*(endpoint_health(e) for e in endpoints))
-    leaders = {s: await current_leader(store, s) for s in {e.service for e in endpoints}}
+    services = {e.service for e in endpoints}
+    leaders = {s: await current_leader(store, s) for s in services}
+    shares = {s: await shares_of(store, s) for s in services}
     return [
-        InstanceStatus(e, health, leaders.get(e.service) == e.id, reason)
+        InstanceStatus(e, health, leaders.get(e.service) == e.id, reason,
+                       None if (share := shares[e.service]) is None else tuple(share.get(e.id, ())))
         for e, (health, reason) in zip(endpoints, healths, strict=True)
     ]
+
+
+async def shares_of(store: StoreBase, service: str) -> dict[str, list[str]] | None:
+    """Each replica's shards by its identity; None when the service shares no work."""
+    claims, _ = await store.kv_range(claims_prefix(service))
+    members, _ = await store.kv_range(members_prefix(service))
+    if not claims and not members:
+        return None
+    held: dict[str, list[str]] = {}
+    for claim in claims:
+        held.setdefault(claim.value.decode(errors="replace"), []).append(claim.key.rsplit("/", 1)[1])
+    return {holder: sorted(shards) for holder, shards in held.items()}
 
 
 def render(statuses: Sequence[InstanceStatus]) -> str:
@@ -83,12 +102,13 @@ def render(statuses: Sequence[InstanceStatus]) -> str:
             s.endpoint.id,
             "yes" if s.leader else "-",
             s.health,
+            "-" if s.shards is None else str(len(s.shards)),
             s.endpoint.address,
             s.endpoint.metrics_address or "-",
         ]
         for s in statuses
     ]
-    text = table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "ADDRESS", "METRICS"], rows)
+    text = table(["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "SHARDS", "ADDRESS", "METRICS"], rows)
     # A reason is a sentence, too long for a column: listed under the table.
     notes = [f"{s.endpoint.service} {s.endpoint.id}: {s.health}: {s.reason}" for s in statuses if s.reason]
     return "\n".join([text, "", *notes]) if notes else text
@@ -97,7 +117,8 @@ def render(statuses: Sequence[InstanceStatus]) -> str:
 def render_json(statuses: Sequence[InstanceStatus]) -> str:
     return json.dumps({"items": [
         {"service": s.endpoint.service, "instance": s.endpoint.id, "leader": s.leader, "health": s.health,
-         "reason": s.reason, "address": s.endpoint.address, "metricsAddress": s.endpoint.metrics_address}
+         "reason": s.reason, "address": s.endpoint.address, "metricsAddress": s.endpoint.metrics_address,
+         **({} if s.shards is None else {"shards": list(s.shards)})}
         for s in statuses
     ]}, indent=2)
 

@@ -27,7 +27,7 @@ from flotilla.security import rbac
 
 ROOT = "/flotilla/"
 SYSTEM_GROUP = "flotilla.io"
-ENDPOINTS, ELECTIONS, STORE_LEASES = "endpoints", "elections", "leases"
+ENDPOINTS, ELECTIONS, STORE_LEASES, SHARDS = "endpoints", "elections", "leases", "shards"
 
 
 def _known_template(segment: str) -> registry.ResourceType[Any] | None:
@@ -80,6 +80,8 @@ def target_of(key: str) -> Target:
     segment, rest = parts[0], parts[1:]
     if segment == registry.LEASE_OWNERS_SEGMENT:
         raise NotServed(f'"{key}": lease holders are not served')
+    if segment == registry.SHARDS_SEGMENT:
+        return _shards_target(key, rest, collection)
     if segment in (registry.ENDPOINTS_SEGMENT, registry.ELECTION_SEGMENT):
         return _registry_target(key, segment, rest, collection)
     return _object_target(key, segment, rest, collection)
@@ -93,6 +95,14 @@ def _registry_target(key: str, segment: str, rest: list[str], collection: bool) 
     if len(rest) > most:
         raise NotServed(f'"{key}": expected {ROOT}{segment}/<service>{"/<instance>" if most == 2 else ""}')
     return Target(SYSTEM_GROUP, resource, name=rest[0] if rest else "", collection=collection and len(rest) < most)
+
+
+def _shards_target(key: str, rest: list[str], collection: bool) -> Target:
+    """`/flotilla/shards/<service>/{members,claims}/<name>` (flotilla.store.shards): named for the
+    service, as its endpoints are; `flotillactl status` reads who holds which share."""
+    if len(rest) > 3 or (len(rest) >= 2 and rest[1] not in ("members", "claims")):
+        raise NotServed(f'"{key}": expected {ROOT}{registry.SHARDS_SEGMENT}/<service>/(members|claims)/<name>')
+    return Target(SYSTEM_GROUP, SHARDS, name=rest[0] if rest else "", collection=collection or len(rest) < 3)
 
 
 def _object_target(key: str, segment: str, rest: list[str], collection: bool) -> Target:

@@ -38,6 +38,7 @@ from flotilla.store import Store, StoreError
 from flotilla.store.embedded import member_status, move_leader
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
+from flotilla.store.shards import claims_prefix
 from tests.chaos.workload import NAMESPACE, Workload
 from tests.e2e.failover_support import History, Plane, placed, settled
 from tests.e2e.planes import flotilla_up
@@ -149,6 +150,18 @@ class ChaosPlane:
         finally:
             await store.close()
         return found.get(identity) if identity else None
+
+    async def shard_holder(self, service: str, shard: str) -> Endpoint | None:
+        """The instance holding the shard of the service's shared work (flotilla.store.shards)."""
+        store = await Store.connect(self.endpoints)
+        try:
+            claim = await store.kv_get(f"{claims_prefix(service)}{shard}")
+            found = {e.id: e for e in await list_endpoints(store, service)}
+        except StoreError:
+            return None
+        finally:
+            await store.close()
+        return found.get(claim.value.decode()) if claim is not None else None
 
     async def etcd_leader_first(self) -> int:
         """Make the first etcd member the leader, and its pid: the member every client dials first

@@ -206,3 +206,31 @@ async def probe_gaps(chaos: ChaosPlane, cluster: str) -> list[float]:
             status_pb2.GetClusterHealthRequest(cluster=cluster), timeout=10)
     times = [datetime.strptime(p.time, "%Y-%m-%dT%H:%M:%S.%fZ") for p in report.probes]
     return [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
+
+
+@pytest.mark.timeout(600)
+async def test_the_executor_replica_applying_the_survivors_works_is_killed_as_the_failover_starts(
+        chaos: ChaosPlane, tmp_path: Path) -> None:
+    """The executor's replicas divide the member clusters (issue 38). The one holding the cluster
+    the workload fails over to is killed as the failover starts: the other takes that cluster over
+    within the lease and applies the new Works. Nothing is lost and nothing done twice: each binding
+    moves once, each Deployment ends in the survivor alone, once, with one Work."""
+    workload = Workload("shared", 10)
+    async with (watch_history(chaos.plane, registry.RESOURCE_BINDING) as rbs,
+                watch_history(chaos.plane, registry.CLUSTER) as clusters,
+                applied(chaos, workload, tmp_path, rbs) as before):
+        failed = max(before, key=lambda c: len(before[c]))
+        survivor = other(failed)
+        deadline = time.monotonic() + TAKEOVER_WITHIN
+        while (holder := await chaos.shard_holder("executor", survivor)) is None:
+            assert time.monotonic() < deadline, f"no executor replica holds {survivor}"
+            await asyncio.sleep(0.2)  # claims live in etcd, in another process: poll them
+        await chaos.fault(failed, "down")
+        killed_at = time.monotonic()
+        launch = await chaos.kill(holder.pid)
+        while (taker := await chaos.shard_holder("executor", survivor)) is None or taker.id == holder.id:
+            assert time.monotonic() - killed_at < TAKEOVER_WITHIN, f"{survivor} not taken over"
+            await asyncio.sleep(0.2)
+        print(f"{survivor} taken over by {taker.id} {time.monotonic() - killed_at:.1f}s after {holder.id} was killed")
+        chaos.restart(holder.pid, launch)
+        await assert_failed_over_once(chaos, rbs, clusters, workload, before, failed, survivor)

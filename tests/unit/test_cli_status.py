@@ -31,3 +31,14 @@ def test_json_carries_the_reason() -> None:
 def test_a_reason_is_one_ascii_header_line_of_bounded_length() -> None:
     assert header_safe("lost\nleadership ✗") == "lost leadership ?"
     assert len(header_safe("x" * 5000)) == 400
+
+
+def test_each_replica_shows_the_shards_it_holds() -> None:
+    statuses = [InstanceStatus(Endpoint("executor", "e-1", "10.0.0.9:50051"), "SERVING", True, "", ("m1", "m3")),
+                InstanceStatus(Endpoint("executor", "e-2", "10.0.0.10:50051"), "SERVING", False, "", ("m2",)),
+                STATUSES[1]]
+    header, *rows = render(statuses).splitlines()
+    column = header.split().index("SHARDS")
+    assert [r.split()[column] for r in rows] == ["2", "1", "-"]
+    items = json.loads(render_json(statuses))["items"]
+    assert [i.get("shards") for i in items] == [["m1", "m3"], ["m2"], None]

@@ -50,6 +50,11 @@ SERVED: list[tuple[str, str, Target]] = [
      Target(SYSTEM_GROUP, "endpoints", name="agent-m1")),
     ("elections-collection", "/flotilla/election/", Target(SYSTEM_GROUP, "elections", collection=True)),
     ("election-of-a-service", "/flotilla/election/executor", Target(SYSTEM_GROUP, "elections", name="executor")),
+    ("shards-of-a-service", "/flotilla/shards/executor/", Target(SYSTEM_GROUP, "shards", name="executor",
+                                                                  collection=True)),
+    ("shard-claims-of-a-service", "/flotilla/shards/executor/claims/",
+     Target(SYSTEM_GROUP, "shards", name="executor", collection=True)),
+    ("shard-claim", "/flotilla/shards/executor/claims/member1", Target(SYSTEM_GROUP, "shards", name="executor")),
 ]
 
 
@@ -79,6 +84,8 @@ REFUSED: list[tuple[str, str, str]] = [
     ("collection-too-many-segments", "/flotilla/deployments.apps/default/web/", "expected"),
     ("endpoints-too-many-segments", "/flotilla/endpoints/agent-m1/pod-1/x", "expected"),
     ("election-too-many-segments", "/flotilla/election/executor/x", "expected"),
+    ("shards-too-many-segments", "/flotilla/shards/executor/claims/member1/x", "expected"),
+    ("shards-not-members-or-claims", "/flotilla/shards/executor/other/x", "expected"),
     # The scope of a kind the registry knows, template or not.
     ("cluster-scoped-template-with-namespace", "/flotilla/clusterroles.rbac.authorization.k8s.io/a/b", "expected"),
     ("namespaced-template-without-namespace", "/flotilla/rolebindings.rbac.authorization.k8s.io/b", "expected"),
