@@ -133,6 +133,9 @@ class WebhookClient:
                     raise WebhookConflict(e.details() or "conflict") from e
                 if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
                     raise TooLarge(e.details() or e.code().name) from e
+                if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    raise UserError(f"the webhook at {address} does not serve this call ({e.details()}): it runs "
+                                    f"an older Flotilla than flotillactl") from e
                 if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     raise UserError(e.details() or e.code().name) from e
                 tried.append(address)

@@ -16,6 +16,7 @@ import pytest
 
 from flotilla.aio.clock import RealClock
 from flotilla.api import codec, registry
+from flotilla.api.errors import UserError
 from flotilla.api.limits import MAX_BATCH_OBJECTS
 from flotilla.api.v1 import webhook_pb2, webhook_pb2_grpc
 from flotilla.cli.webhook_client import ADDRESS_ENV, WebhookClient
@@ -193,3 +194,22 @@ async def test_flotillactl_apply_a_directory(store: Store, webhook_address: str,
     assert lines[1].startswith(f'error: propagationpolicyy/unknown from "{directory / "c-bad.yaml"}": ')
     assert len(lines) == 2 and "Traceback" not in err
     assert await revision(store) == before
+
+
+async def test_a_webhook_without_apply_batch_is_named(store: Store, security: Security) -> None:
+    """A webhook of an older Flotilla (no ApplyBatch) is one line naming it, not gRPC's words alone."""
+    server = grpc.aio.server()
+    handlers = {"Apply": grpc.unary_unary_rpc_method_handler(
+        lambda request, context: webhook_pb2.AdmissionResponse(allowed=True),
+        request_deserializer=webhook_pb2.AdmissionRequest.FromString,
+        response_serializer=webhook_pb2.AdmissionResponse.SerializeToString)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("flotilla.v1.Webhook", handlers),))
+    port = server.add_secure_port("127.0.0.1:0", security.client.server_credentials())
+    await server.start()
+    try:
+        async with WebhookClient(store) as client:
+            client._addresses = [f"127.0.0.1:{port}"]
+            with pytest.raises(UserError, match="runs an older Flotilla than flotillactl"):
+                await client.apply_batch([encoded(config_map("old"))])
+    finally:
+        await server.stop(None)
