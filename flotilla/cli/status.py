@@ -15,11 +15,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from flotilla.cli.connection import open_store, service_channel
 from flotilla.cli.table import table
 from flotilla.runtime.health import REASON_METADATA
-from flotilla.store import Store
+from flotilla.store import Store, StoreError
 from flotilla.store.base import StoreBase
 from flotilla.store.endpoints import Endpoint, list_endpoints
 from flotilla.store.leader import current_leader
-from flotilla.store.shards import claims_prefix, members_prefix
+from flotilla.store.shards import held_shards
 
 
 @dataclass
@@ -71,7 +71,7 @@ async def collect(store: StoreBase) -> list[InstanceStatus]:
     healths = await asyncio.gather(*(endpoint_health(e) for e in endpoints))
     services = {e.service for e in endpoints}
     leaders = {s: await current_leader(store, s) for s in services}
-    shares = {s: await shares_of(store, s) for s in services}
+    shares = {s: await _shares(store, s) for s in services}
     return [
         InstanceStatus(e, health, leaders.get(e.service) == e.id, reason,
                        None if (share := shares[e.service]) is None else tuple(share.get(e.id, ())))
@@ -79,16 +79,12 @@ async def collect(store: StoreBase) -> list[InstanceStatus]:
     ]
 
 
-async def shares_of(store: StoreBase, service: str) -> dict[str, list[str]] | None:
-    """Each replica's shards by its identity; None when the service shares no work."""
-    claims, _ = await store.kv_range(claims_prefix(service))
-    members, _ = await store.kv_range(members_prefix(service))
-    if not claims and not members:
+async def _shares(store: StoreBase, service: str) -> dict[str, list[str]] | None:
+    """Who holds which shard; None also when the caller may not read it (the column shows "-")."""
+    try:
+        return await held_shards(store, service)
+    except StoreError:
         return None
-    held: dict[str, list[str]] = {}
-    for claim in claims:
-        held.setdefault(claim.value.decode(errors="replace"), []).append(claim.key.rsplit("/", 1)[1])
-    return {holder: sorted(shards) for holder, shards in held.items()}
 
 
 def render(statuses: Sequence[InstanceStatus]) -> str:

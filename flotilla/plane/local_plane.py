@@ -359,10 +359,13 @@ class LocalControlPlane:
         self.context().save()
         return ctx.set_current(self.data_dir.resolve())
 
-    def wait_serving_also(self, services: list[str], timeout: float = 60.0) -> None:
+    def wait_serving_also(self, services: list[str], timeout: float = 60.0, instances: int | None = None) -> None:
+        """Wait for processes started beside the plane's services: `instances` of each (default:
+        as many as each service has replicas, as Pull agents do)."""
         from flotilla.cli.status import wait_for_services
 
-        asyncio.run(wait_for_services(self.endpoints, services, timeout, instances=self.replicas))
+        asyncio.run(wait_for_services(self.endpoints, services, timeout,
+                                      instances=self.replicas if instances is None else instances))
 
     def stop(self) -> None:
         terminate([p.pid for p in self.processes.values()])

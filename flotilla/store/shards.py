@@ -62,6 +62,19 @@ def owner_of(shard: str, members: Iterable[str]) -> str | None:
     return best[1] if best is not None else None
 
 
+async def held_shards(store: StoreBase, service: str) -> dict[str, list[str]] | None:
+    """Each replica's shards by its identity, as etcd holds the claims; None when the service
+    shares no work (no member has ever joined)."""
+    claims, _ = await store.kv_range(claims_prefix(service))
+    members, _ = await store.kv_range(members_prefix(service))
+    if not claims and not members:
+        return None
+    held: dict[str, list[str]] = {}
+    for claim in claims:
+        held.setdefault(claim.value.decode(errors="replace"), []).append(claim.key.rsplit("/", 1)[1])
+    return {holder: sorted(shards) for holder, shards in held.items()}
+
+
 class ShardLease:
     """A lease kept alive in the background. `valid()` turns False once etcd may have let it expire:
     a refresh counts from when it was sent, less a margin, never from when its answer came."""

@@ -60,6 +60,8 @@ from flotilla.runtime.flags import duration
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
 from flotilla.store.embedded import free_port
+from flotilla.store.endpoints import list_endpoints
+from flotilla.store.shards import held_shards
 
 NAMESPACE = "bench"
 PAIR_LABEL = "bench-pair"
@@ -277,10 +279,11 @@ class Plane:
     """etcd, the services and the simulator, as `flotilla up` starts them, in a directory of ours."""
 
     def __init__(self, data_dir: Path, env: dict[str, str], clusters: int, node_pods: int,
-                 insecure: bool = False) -> None:
+                 insecure: bool = False, replicas: int = 1) -> None:
         from flotilla.plane.local_plane import LocalControlPlane
 
-        self.local = LocalControlPlane(data_dir, None, free_port(), detach=False, extra_env=env, insecure=insecure)
+        self.local = LocalControlPlane(data_dir, None, free_port(), detach=False, extra_env=env, insecure=insecure,
+                                       replicas=replicas)
         self.clusters = clusters
         self.node_pods = node_pods
 
@@ -299,7 +302,7 @@ class Plane:
                           "--pod-ready-delay", self.local.extra_env["FLOTILLA_POD_READY_DELAY"],
                           "--node-pods", str(self.node_pods))
         self.local.wait_serving(timeout=120)
-        self.local.wait_serving_also(["sim"], timeout=120)
+        self.local.wait_serving_also(["sim"], timeout=120, instances=1)
 
     def pids(self) -> dict[str, int]:
         pids = {name: p.pid for name, p in self.local.processes.items()}
@@ -325,8 +328,6 @@ async def join_all(plane: Plane, names: list[str], timeout: float) -> None:
 
 
 async def sim_address(store: Store) -> str:
-    from flotilla.store.endpoints import list_endpoints
-
     found = await list_endpoints(store, "sim")
     if not found:
         raise BenchError("the simulator did not register in etcd")
@@ -348,6 +349,9 @@ class Options:
     concurrency: int = 16
     fault: str = "down"
     insecure: bool = False
+    # Replicas of each of the plane's services, as `flotilla up --replicas`: the executor's share
+    # the member clusters (each one's CPU and clusters are in the report).
+    service_replicas: int = 1
 
 
 async def apply_all(store: Store, docs: list[dict[str, Any]], concurrency: int) -> None:
@@ -555,7 +559,15 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
         "reconciles_per_evicted_binding":
             per_binding(reconciles_before, reconciles_after, evicted) if evicted else None,
         "load_average": [round(x, 2) for x in load_before],
+        # Which executor replica (by process name) applied which clusters' Works.
+        "executor_shards": await executor_shards(store, pids),
     }
+
+
+async def executor_shards(store: Store, pids: dict[str, int]) -> dict[str, list[str]]:
+    held = await held_shards(store, "executor") or {}
+    by_pid = {pid: name for name, pid in pids.items()}
+    return {by_pid.get(e.pid, e.id): held.get(e.id, []) for e in await list_endpoints(store, "executor")}
 
 
 def cpu_ms_per_binding(report: dict[str, dict[str, float]], evicted: int) -> dict[str, float | None]:
@@ -659,7 +671,8 @@ def run(opts: Options) -> dict[str, Any]:
     env = {**PROFILES["demo"], **FAST_WAITS, "FLOTILLA_CLUSTER_FAILURE_THRESHOLD": opts.failure_threshold}
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flotilla-bench-failover-") as tmp:
-        plane = Plane(Path(tmp), env, opts.clusters, layout.node_pods(opts.replicas), opts.insecure)
+        plane = Plane(Path(tmp), env, opts.clusters, layout.node_pods(opts.replicas), opts.insecure,
+                      opts.service_replicas)
         prober: subprocess.Popen[str] | None = None
         try:
             plane.start()
@@ -681,6 +694,7 @@ def run(opts: Options) -> dict[str, Any]:
             if opts.keep_logs is not None:
                 keep_logs(Path(tmp), opts.keep_logs)
     return {"clusters": opts.clusters, "bindings": opts.bindings, "replicas": opts.replicas,
+            "service_replicas": opts.service_replicas,
             "affected": [n for _, n in layout.victims], "fault": opts.fault, "insecure": opts.insecure,
             "failure_threshold": opts.failure_threshold,
             "waits": FAST_WAITS, "cpus": os.cpu_count(), "load_average_start": [round(x, 2) for x in load_start],
@@ -702,6 +716,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--affected", type=positive, default=None,
                         help="bindings on the failed cluster (default: a tenth of --bindings, at least 1)")
     parser.add_argument("--replicas", type=positive, default=1, help="replicas per Deployment (default %(default)s)")
+    parser.add_argument("--service-replicas", type=positive, default=1, metavar="N",
+                        help="replicas of each plane service, as `flotilla up --replicas N`; the report gives "
+                             "each replica's CPU and the executor's clusters per replica (default %(default)s)")
     parser.add_argument("--sweep", action="store_true",
                         help="fail three clusters in turn, holding 10, 100 and 1000 bindings (as many as fit)")
     parser.add_argument("--fault", choices=FAULTS, default="down",
@@ -726,7 +743,7 @@ def options(args: argparse.Namespace) -> Options:
         affected = [args.affected or max(1, args.bindings // 10)]
     return Options(clusters=args.clusters, bindings=args.bindings, affected=affected, replicas=args.replicas,
                    timeout=args.timeout, failure_threshold=args.failure_threshold, keep_logs=args.keep_logs,
-                   fault=args.fault, insecure=args.insecure)
+                   fault=args.fault, insecure=args.insecure, service_replicas=args.service_replicas)
 
 
 def main(args: argparse.Namespace) -> int:
