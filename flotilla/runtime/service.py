@@ -28,6 +28,7 @@ from opentelemetry import trace
 
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.aio.tasks import cancel_and_wait
+from flotilla.runtime import profiling
 from flotilla.runtime.collection import settle_for_service
 from flotilla.runtime.delegated_authorization import AccessReviewer, Authorizing
 from flotilla.runtime.flags import apply_env_defaults, duration
@@ -176,6 +177,7 @@ def main(spec: ServiceSpec, argv: Sequence[str] | None = None) -> int:
         print(f"python -m services.{spec.name}: {e}", file=sys.stderr)
         return 2
     settle_for_service()
+    profiling.install(spec.name)
     try:
         asyncio.run(runner.run())
     except Unavailable as e:

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from flotilla.plane.benchmarks.resources import (
 )
 from flotilla.plane.benchmarks.stats import summary
 from flotilla.plane.profiles import PROFILES
+from flotilla.runtime import profiling
 from flotilla.runtime.flags import duration
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
@@ -506,7 +507,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
     writes = Writes()
     counting = asyncio.create_task(follow_writes(store, listed.revision, affected, writes, see))
     load_before = os.getloadavg()
-    async with processes.window(), measuring.window():
+    async with processes.window(), measuring.window(), profiled(pids):
         faulted = time.monotonic()
         await simclient.set_fault(address, victim, opts.fault)
         finished = await until(watcher, lambda: watcher.done, opts.timeout)
@@ -562,6 +563,25 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
         # Which executor replica (by process name) applied which clusters' Works.
         "executor_shards": await executor_shards(store, pids),
     }
+
+
+@contextlib.asynccontextmanager
+async def profiled(pids: dict[str, int]) -> AsyncIterator[None]:
+    """With FLOTILLA_CPROFILE_DIR set, each service profiles itself over the failover
+    (flotilla.runtime.profiling); otherwise nothing."""
+    services = [pid for name, pid in pids.items() if not name.startswith(("etcd", "sim"))]
+    if not os.environ.get(profiling.ENV):
+        yield
+        return
+    for pid in services:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGUSR1)
+    try:
+        yield
+    finally:
+        for pid in services:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR2)
 
 
 async def executor_shards(store: Store, pids: dict[str, int]) -> dict[str, list[str]]:
