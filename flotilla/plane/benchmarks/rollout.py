@@ -205,10 +205,16 @@ async def rollout(endpoint: str, clusters: int, deployments: int, timeout: float
     }
 
 
+def node_pods(args: argparse.Namespace) -> int:
+    """Pod slots per node: as asked, else enough for every Deployment's replica on each member."""
+    asked: int = args.node_pods
+    return asked or max(400, -(-int(args.deployments) // 3))
+
+
 def start_sim(args: argparse.Namespace, data_dir: Path, endpoint: str) -> subprocess.Popen[bytes]:
     """The simulator, with pod slots for every placement (`flotilla up`'s has 3 x 110)."""
     return _sim(data_dir, "bench-sim", "--clusters", str(args.clusters), "--data-dir", str(data_dir / "sim"),
-                "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s", "--node-pods", str(args.node_pods),
+                "--etcd-endpoints", endpoint, "--pod-ready-delay", "1s", "--node-pods", str(node_pods(args)),
                 "--processes", str(args.sim_processes), "--loop", args.sim_loop)
 
 
@@ -317,7 +323,9 @@ def main() -> None:
                         help="batch: the objects through ApplyBatch (500 a request, two requests in flight), as "
                              "`flotillactl apply -f` sends them; unary: one Apply each, 16 in flight (as before)")
     parser.add_argument("--probe-interval", type=float, default=0.05)
-    parser.add_argument("--node-pods", type=int, default=400, help="pod slots per simulated node (3 nodes each)")
+    parser.add_argument("--node-pods", type=int, default=0,
+                        help="pod slots per simulated node (3 nodes each; default: 400, or room for every "
+                             "Deployment's replica when there are more than 1,200)")
     parser.add_argument("--sim-processes", type=int, default=1,
                         help="serve the simulated clusters from this many processes (python -m sim --processes)")
     parser.add_argument("--sim-loop", choices=("uvloop", "asyncio"), default="uvloop",
