@@ -19,6 +19,12 @@ runnables: a reconciler never acts on a partial view. Any task that fails is log
 through `on_unhealthy`, and restarted with exponential backoff on the manager's clock; when
 no task is down any more, `on_healthy` is called. Without this a dead informer task leaves a
 leader that looks healthy while nothing gets reconciled.
+
+A manager made with `lender=` another, running manager uses that one's informers for the
+resources it already has instead of making its own: one process that runs work on every replica
+(the executor's share) and more work while it leads decodes each event once. A borrowed informer
+is neither started nor stopped by the borrower; the borrower's handlers go when it stops, and
+when it starts they are given the lender's cache as ADDED events, as a fresh list would give them.
 """
 
 from __future__ import annotations
@@ -90,6 +96,7 @@ class Manager:
         logger: logging.Logger | None = None,
         events: EventRecorder | None = None,
         compact_informers: bool = False,
+        lender: Manager | None = None,
     ) -> None:
         if store is None and informer_factory is None:
             raise ValueError("a manager needs a store or an informer factory")
@@ -116,6 +123,10 @@ class Manager:
         self._informers_started = False
         self._stop = asyncio.Event()
         self._fatal: BaseException | None = None
+        self._lender = lender
+        # Borrowed informers (the lender's), and the handlers this manager put on them.
+        self._borrowed: set[tuple[str, str | None]] = set()
+        self._borrowed_handlers: list[tuple[Informer[Any], Any]] = []
 
     # -- building ------------------------------------------------------------------------------
 
@@ -142,6 +153,11 @@ class Manager:
         rt = resource_type_of(resource_type)
         key = (rt.resource, namespace if rt.namespaced else None)
         informer = self._informers.get(key)
+        if informer is None and self._lender is not None and key in self._lender._informers:
+            informer = self._lender._informers[key]
+            self._informers[key] = informer
+            self._borrowed.add(key)
+            return informer
         if informer is None:
             informer = self._new_informer(resource_type, key[1])
             self._informers[key] = informer
@@ -160,6 +176,9 @@ class Manager:
         key = (rt.resource, namespace if rt.namespaced else None)
         if self._informers.pop(key, None) is None:
             return False
+        if key in self._borrowed:
+            self._borrowed.discard(key)
+            return True
         task = self._informer_task.pop(key, None)
         if task is not None:
             self._informer_tasks.remove(task)
@@ -194,7 +213,7 @@ class Manager:
             for key in to_keys(event):
                 controller.enqueue(key)
 
-        informer.add_handler(handle)
+        self._add_handler(informer, handle)
 
     def on_event(self, informer: Informer[Msg], callback: EventCallback[Msg],
                  predicate: Predicate[Msg] | None = None) -> None:
@@ -205,7 +224,12 @@ class Manager:
             if predicate is None or predicate(event):
                 callback(event)
 
+        self._add_handler(informer, handle)
+
+    def _add_handler(self, informer: Informer[Msg], handle: Any) -> None:
         informer.add_handler(handle)
+        if any(self._informers.get(key) is informer for key in self._borrowed):
+            self._borrowed_handlers.append((informer, handle))
 
     def add_runnable(self, name: str, factory: Callable[[], Awaitable[None]]) -> None:
         """A loop that is not a controller, started with the controllers and supervised like them."""
@@ -245,9 +269,11 @@ class Manager:
         try:
             self._informers_started = True
             for key, informer in list(self._informers.items()):
-                self._start_informer(key, informer)
+                if key not in self._borrowed:
+                    self._start_informer(key, informer)
             for informer in list(self._informers.values()):
                 await informer.wait_synced()
+            self._replay_borrowed()
             self._started = True
             for name, controller in self._controllers.items():
                 self._controller_tasks.append(self._spawn(f"controller/{name}", controller.run))
@@ -273,6 +299,16 @@ class Manager:
         await _cancel(self._controller_tasks)
         await _cancel(self._runnable_tasks)
         await _cancel(self._informer_tasks)
+        for informer, handle in self._borrowed_handlers:
+            informer.remove_handler(handle)
+        self._borrowed_handlers.clear()
+
+    def _replay_borrowed(self) -> None:
+        """A borrowed informer listed long ago: give this manager's handlers its cache as the
+        ADDED events a fresh list would have brought, so every controller starts from all of it."""
+        for informer, handle in self._borrowed_handlers:
+            for obj in informer.list():
+                handle(EventType.ADDED, obj, None)
 
     def _start_informer(self, key: tuple[str, str | None], informer: Informer[Any]) -> None:
         name = f"informer/{key[0]}" + (f"/{key[1]}" if key[1] else "")

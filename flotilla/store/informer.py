@@ -108,6 +108,11 @@ class Informer(Generic[M]):
     def add_handler(self, handler: Handler[M]) -> None:
         self._handlers.append(handler)
 
+    def remove_handler(self, handler: Handler[M]) -> None:
+        """Stop calling the handler (a borrower's, when its manager stops); absent, nothing."""
+        if handler in self._handlers:
+            self._handlers.remove(handler)
+
     def add_indexer(self, name: str, func: IndexFunc[M]) -> None:
         self._indexers[name] = func
         index: dict[str, set[str]] = {}

@@ -8,10 +8,12 @@ agents of different clusters never block each other or the executor.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
 
+from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
@@ -88,17 +90,54 @@ def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
     return MemberClients(store, timeout=REQUEST_TIMEOUT, credentials=CachedCredentials(store, secrets).load)
 
 
+class SharedInformers:
+    """The execution share's manager, whose informers (Works, Clusters, customizations) the
+    leader's work borrows: each of their events is decoded once in the process, not twice."""
+
+    def __init__(self) -> None:
+        self.manager: Manager | None = None
+        self.changed = asyncio.Event()
+
+    def set(self, manager: Manager | None) -> None:
+        self.manager = manager
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    async def current(self) -> Manager:
+        while self.manager is None:
+            await self.changed.wait()
+        return self.manager
+
+    async def replaced(self, manager: Manager) -> None:
+        """Return once `manager` is no longer the share's (it stopped, or a new one started)."""
+        while self.manager is manager:
+            await self.changed.wait()
+
+
+SHARED = SharedInformers()
+
+
 async def lead_controller(ctx: ServiceContext) -> None:
     """The leader's work: the detector, the binding controllers and status aggregation."""
     args = ctx.args
+    lender = await SHARED.current()
     # Its informers keep ten thousand Works, bindings and templates each at scale, as bytes.
-    manager = ctx.manager(compact_informers=True)
+    manager = ctx.manager(compact_informers=True, lender=lender)
     config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
                             workers=args.concurrent_resourcebinding_syncs)
     ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager,
                         interpreter_timeout=args.interpreter_call_timeout,
                         interpreter_workers=args.interpreter_workers)
-    await manager.run()
+    running = asyncio.create_task(manager.run())
+    replaced = asyncio.create_task(SHARED.replaced(lender))
+    try:
+        await asyncio.wait({running, replaced}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        manager.stop()
+        await cancel_and_wait(replaced)
+        await running
+    # The share's manager stopped under us, and the informers borrowed from it with it.
+    raise RuntimeError("the execution share restarted: leading again on its new informers")
 
 
 async def share_execution(ctx: ServiceContext) -> None:
@@ -123,9 +162,11 @@ async def share_execution(ctx: ServiceContext) -> None:
     manager.on_event(execution.clusters, lambda _: coordinator.poke(),
                      predicate=lambda e: e.type is not EventType.MODIFIED)
     manager.add_runnable("shards", coordinator.run)
+    SHARED.set(manager)
     try:
         await manager.run()
     finally:
+        SHARED.set(None)
         await clients.close()
 
 

@@ -267,3 +267,44 @@ async def test_a_base_exception_stops_the_manager_and_is_raised() -> None:
     with pytest.raises(Fatal):
         await f.manager.run()
     assert f.health == []
+
+
+async def test_a_borrowing_manager_shares_the_lenders_informers_and_leaves_no_handler_behind() -> None:
+    """The executor's leader work borrows its share's informers: each event decoded once, every
+    existing object handed to the borrower's controllers at its start, nothing left at its stop."""
+    from flotilla.store.memory import MemoryStore
+    from tests.factories import make_cluster
+
+    clock = FakeClock()
+    store = MemoryStore(clock)
+    for name in ("m1", "m2"):
+        await store.create(make_cluster(name))
+    lender = Manager(store, clock)
+    clusters = lender.informer(registry.CLUSTER)
+    lending = asyncio.create_task(lender.run())
+    await clusters.wait_synced()
+
+    borrower = Manager(store, clock, lender=lender)
+    assert borrower.informer(registry.CLUSTER) is clusters
+    log: list[str] = []
+    controller = borrower.controller("c", Recorder(log))
+    borrower.watch(clusters, lambda e: [e.obj.metadata.name], controller)
+    handlers = len(clusters._handlers)
+    borrowing = asyncio.create_task(borrower.run())
+    for _ in range(100):
+        if sorted(log) == ["r m1", "r m2"]:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(log) == ["r m1", "r m2"], "the lender's cache is replayed to the borrower"
+
+    borrower.stop()
+    await borrowing
+    assert len(clusters._handlers) == handlers - 1, "the borrower's handler went with it"
+    await store.create(make_cluster("m3"))
+    for _ in range(100):
+        if clusters.get("m3") is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert clusters.get("m3") is not None and not lending.done(), "the lender's informer runs on"
+    lender.stop()
+    await lending
