@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from prometheus_client import Gauge
@@ -132,15 +132,6 @@ class _Claim:
     revision: int
 
 
-@dataclass
-class ShardView:
-    """What `flotillactl status` shows of a replica: the live members and the shards it holds."""
-
-    members: tuple[str, ...] = ()
-    held: tuple[str, ...] = ()
-    waiting: tuple[str, ...] = field(default_factory=tuple)
-
-
 class ShardCoordinator:
     """Claims the shards `owner_of` gives this replica among the live members, and gives up the
     others. `on_acquire(shard)` runs once a claim is held (start acting); `on_release(shard)` runs
@@ -165,7 +156,6 @@ class ShardCoordinator:
         self._held: dict[str, _Claim] = {}
         self._wake = asyncio.Event()
         self._backoff = backoff
-        self.view = ShardView()
         self._gauge = SHARDS_HELD.labels(service)
 
     def owns(self, shard: str) -> bool:
@@ -191,7 +181,9 @@ class ShardCoordinator:
                 except STORE_ERRORS as e:
                     log.warning("event=shards-retry service=%s identity=%s retry_in=%gs error=%s: %s",
                                 self.service, self.identity, delay, type(e).__name__, e)
+                    # Stop acting, and end the lease (best effort) so no claim outlives this term.
                     await self._drop_all()
+                    await self.lease.revoke()
                     await self.clock.sleep(delay)
                     delay = min(delay * 2, self._backoff[1])
         finally:
@@ -242,13 +234,15 @@ class ShardCoordinator:
             await self._release(shard, delete=False)
         for shard in sorted(set(self._held) - wanted):
             await self._release(shard, delete=True)
-        waiting = []
+        # Ours in etcd but not held here (a delete that failed after its release): let it go.
+        mine = self.identity.encode()
+        for shard, kv in claims.items():
+            if kv.value == mine and shard not in self._held and shard not in wanted:
+                await self._bounded(self.store.kv_delete_if(kv.key, kv.mod_revision))
         for shard in sorted(wanted - set(self._held)):
             if not self.lease.valid():
                 break
-            if not await self._acquire(shard, claims.get(shard)):
-                waiting.append(shard)
-        self.view = ShardView(tuple(members), tuple(sorted(self._held)), tuple(waiting))
+            await self._acquire(shard, claims.get(shard))
         self._gauge.set(len(self._held))
 
     async def _acquire(self, shard: str, existing: KeyValue | None) -> bool:

@@ -201,3 +201,27 @@ async def test_a_replica_that_loses_its_lease_stops_acting_then_rejoins(memory: 
         await memory.revoke_lease(lease)  # as etcd ends a lease it was not told to keep
         await until(lambda: a.lease.id != lease and acting.of("a") == set(SHARDS), clock)
     assert not acting.overlaps
+
+
+class FailsOneDelete(MemoryStore):
+    """etcd answering one claim's delete with an error (the delete is not done)."""
+
+    failed = False
+
+    async def kv_delete_if(self, key: str, mod_revision: int) -> bool:
+        if "/claims/" in key and not self.failed:
+            self.failed = True
+            from flotilla.store.errors import Unavailable
+            raise Unavailable("etcd went away for a moment")
+        return await super().kv_delete_if(key, mod_revision)
+
+
+async def test_a_claim_whose_delete_failed_is_let_go_on_the_next_pass(clock: FakeClock) -> None:
+    store = FailsOneDelete(clock)
+    acting = Acting()
+    async with replica(store, clock, acting, "a"):
+        await until(lambda: acting.of("a") == set(SHARDS), clock)
+        async with replica(store, clock, acting, "b"):
+            await until(settled(acting, "a", "b"), clock)
+            assert store.failed
+    assert not acting.overlaps
