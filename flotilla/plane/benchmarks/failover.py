@@ -44,7 +44,7 @@ from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import get_condition
 from flotilla.api.events import EventType
 from flotilla.api.taints import EFFECT_NO_EXECUTE
-from flotilla.api.v1 import cluster_pb2, webhook_pb2, work_pb2
+from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.plane.benchmarks import arguments
 from flotilla.plane.benchmarks.resources import (
     ProcessWatch,
@@ -347,7 +347,8 @@ class Options:
     failure_threshold: str = "3s"
     keep_logs: Path | None = None
     probe_interval: float = 0.05
-    concurrency: int = 16
+    # ApplyBatch requests in flight during the rollout.
+    in_flight: int = 2
     fault: str = "down"
     insecure: bool = False
     # Replicas of each of the plane's services, as `flotilla up --replicas`: the executor's share
@@ -355,20 +356,18 @@ class Options:
     service_replicas: int = 1
 
 
-async def apply_all(store: Store, docs: list[dict[str, Any]], concurrency: int) -> None:
+async def apply_all(store: Store, docs: list[dict[str, Any]], in_flight: int) -> None:
+    """Through ApplyBatch, as `flotillactl apply -f DIRECTORY` sends them: the objects of one call
+    are independent of one another, so `in_flight` requests go at once."""
     from flotilla.cli.webhook_client import WebhookClient
 
-    semaphore = asyncio.Semaphore(concurrency)
     async with WebhookClient(store) as webhook:
-
-        async def apply(doc: dict[str, Any]) -> None:
-            async with semaphore:
-                response = await webhook.call(lambda s: s.Apply,
-                                              webhook_pb2.AdmissionRequest(object_json=json.dumps(doc)))
-            if not response.allowed:
-                raise BenchError(f"{doc['kind']} {doc['metadata']['name']} refused: {response.message}")
-
-        await asyncio.gather(*(apply(d) for d in docs))
+        results = await webhook.apply_batch([json.dumps(doc).encode() for doc in docs], in_flight=in_flight)
+    refused = [(doc, r) for doc, r in zip(docs, results, strict=True) if r.error_code or not r.response.allowed]
+    if refused:
+        doc, result = refused[0]
+        why = result.error or "; ".join(f"{v.path}: {v.reason}" for v in result.response.violations)
+        raise BenchError(f"{len(refused)} of {len(docs)} refused, {doc['kind']} {doc['metadata']['name']}: {why}")
 
 
 async def until(watcher: Watcher, check: Any, timeout: float, period: float = 0.5) -> bool:
@@ -620,9 +619,9 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         rollout = ProcessWatch(pids)
         async with rollout.window():
             started = time.monotonic()
-            await apply_all(store, [policy_doc(p, b) for p, b in pairs], opts.concurrency)
+            await apply_all(store, [policy_doc(p, b) for p, b in pairs], opts.in_flight)
             await apply_all(store, [deployment_doc(i, p, b, opts.replicas) for i, (p, b) in enumerate(layout.pairs)],
-                            opts.concurrency)
+                            opts.in_flight)
             applied = time.monotonic()
 
             def all_healthy() -> bool:
