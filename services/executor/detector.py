@@ -49,7 +49,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from flotilla.aio.clock import Clock
 from flotilla.api import keys, registry
@@ -388,11 +388,7 @@ class TemplateReconciler:
             components: list[work_pb2.Component] = answer.value
             return components
         error = f"{answer.customization}: {answer.error}" if answer.customization else answer.error
-        message = f"Failed to get components of {kind} {template_key_of(template)}: {error}"
-        log.warning("event=get-components-failed template=%s error=%s", template_key_of(template), error)
-        if self.events is not None:
-            await self.events.warning(template, "GetComponentsFailed", message)
-        raise ReplicasNotInterpreted(message)
+        await self._not_interpreted(template, "GetComponentsFailed", "get components", error)
 
     async def _interpret_replicas(self, template: meta_pb2.Unstructured) -> ReplicaResource | None:
         """The kind's GetReplicas answer; None when the kind has no script (the native rule decides).
@@ -410,10 +406,14 @@ class TemplateReconciler:
                 resource: ReplicaResource = answer.value
                 return resource
             error = f"{answer.customization}: {answer.error}" if answer.customization else answer.error
-        message = f"Failed to interpret replicas of {kind} {template_key_of(template)}: {error}"
-        log.warning("event=interpret-replica-failed template=%s error=%s", template_key_of(template), error)
+        await self._not_interpreted(template, "InterpretReplicaFailed", "interpret replicas", error)
+
+    async def _not_interpreted(self, template: meta_pb2.Unstructured, reason: str, what: str, error: str) -> NoReturn:
+        """A Warning event `reason` on the template, and ReplicasNotInterpreted: the binding keeps what it had."""
+        message = f"Failed to {what} of {template.kind} {template_key_of(template)}: {error}"
+        log.warning("event=%s-failed template=%s error=%s", what.replace(" ", "-"), template_key_of(template), error)
         if self.events is not None:
-            await self.events.warning(template, "InterpretReplicaFailed", message)
+            await self.events.warning(template, reason, message)
         raise ReplicasNotInterpreted(message)
 
     async def _apply(self, template: meta_pb2.Unstructured, policy: policy_match.Policy, binding: Binding | None,
