@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(*tasks: asyncio.Future[Any] | None) -> None:
@@ -20,3 +23,11 @@ async def cancel_and_wait(*tasks: asyncio.Future[Any] | None) -> None:
         task.cancel()
     if live:
         await asyncio.wait(live)
+
+
+async def bounded(awaitable: Awaitable[T], seconds: float) -> T:
+    """`awaitable`, or TimeoutError after `seconds`. Not `asyncio.wait_for`, which before Python
+    3.12 can swallow a cancellation that arrives as the awaited call completes: the caller then
+    carries on as if never cancelled (a replica told to stop goes on holding its work)."""
+    async with asyncio.timeout(seconds):
+        return await awaitable

@@ -23,7 +23,7 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from flotilla.aio.tasks import cancel_and_wait
+from flotilla.aio.tasks import bounded, cancel_and_wait
 from flotilla.store.base import KeyValue, StoreBase, WatchKind
 from flotilla.store.errors import StoreError
 
@@ -80,7 +80,7 @@ class LeaderElector:
         return self.lease_id is not None and not self.lost.is_set()
 
     async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
-        return await asyncio.wait_for(awaitable, self._call_timeout)
+        return await bounded(awaitable, self._call_timeout)
 
     async def campaign(self) -> None:
         """Return once this instance is the leader; store errors are retried, not raised."""
@@ -155,7 +155,7 @@ class LeaderElector:
         while True:
             await asyncio.sleep(interval)
             try:
-                remaining = await asyncio.wait_for(self.store.refresh_lease(self.lease_id), interval)
+                remaining = await bounded(self.store.refresh_lease(self.lease_id), interval)
             except STORE_ERRORS as e:
                 # Survivable while the lease still has time left; past that another
                 # instance may already lead, so we must stop acting as leader.

@@ -30,7 +30,7 @@ from typing import TypeVar
 from prometheus_client import Gauge
 
 from flotilla.aio.clock import Clock
-from flotilla.aio.tasks import cancel_and_wait
+from flotilla.aio.tasks import bounded, cancel_and_wait
 from flotilla.store.base import KeyValue, StoreBase
 from flotilla.store.errors import StoreError
 
@@ -94,7 +94,7 @@ class ShardLease:
 
     async def grant(self) -> int:
         sent = self.clock.monotonic()
-        lease: int = await asyncio.wait_for(self.store.grant_lease(self.ttl), self.ttl)
+        lease = await bounded(self.store.grant_lease(self.ttl), self.ttl)
         self.id = lease
         self._valid_until = sent + self.ttl - self._margin
         self.lost.clear()
@@ -107,7 +107,7 @@ class ShardLease:
             await self.clock.sleep(interval)
             sent = self.clock.monotonic()
             try:
-                remaining = await asyncio.wait_for(self.store.refresh_lease(lease), interval)
+                remaining = await bounded(self.store.refresh_lease(lease), interval)
             except STORE_ERRORS as e:
                 log.warning("event=shard-lease-refresh-failed lease=%x error=%s", lease, e)
                 continue
@@ -124,7 +124,7 @@ class ShardLease:
         self.lost.set()
         if lease is not None:
             with contextlib.suppress(*STORE_ERRORS):
-                await asyncio.wait_for(self.store.revoke_lease(lease), self.ttl)
+                await bounded(self.store.revoke_lease(lease), self.ttl)
 
 
 @dataclass
@@ -285,11 +285,11 @@ class ShardCoordinator:
             self._held.pop(shard)
             # Bounded: on the way out the workers that would finish what is in flight may be gone.
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._on_release(shard), self.lease.ttl)
+                await bounded(self._on_release(shard), self.lease.ttl)
         self._gauge.set(0)
 
     async def _bounded(self, awaitable: Awaitable[T]) -> T:
-        return await asyncio.wait_for(awaitable, max(float(self.lease.ttl), 1.0))
+        return await bounded(awaitable, max(float(self.lease.ttl), 1.0))
 
     def _member_key(self) -> str:
         return f"{members_prefix(self.service)}{self.identity}"
