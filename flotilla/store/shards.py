@@ -51,6 +51,17 @@ def claims_prefix(service: str) -> str:
     return f"{SHARDS_PREFIX}{service}/claims/"
 
 
+def bucket_of(key: str, buckets: int) -> str:
+    """The bucket of a key, for work divided by key rather than by member cluster (a binding's
+    controllers): a fixed number of shards, so the claims stay few however many keys there are."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return bucket_name(int.from_bytes(digest, "big") % buckets)
+
+
+def bucket_name(i: int) -> str:
+    return f"bucket-{i:03d}"
+
+
 def owner_of(shard: str, members: Iterable[str]) -> str | None:
     """The member with the highest hash of (member, shard): rendezvous hashing. Removing a member
     moves only its own shards; adding one takes only the shards it now wins. None without members."""

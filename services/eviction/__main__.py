@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 
 from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
+from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from flotilla.runtime.sharing import ShardedControllers, SharedInformers, buckets
+from flotilla.store.shards import ShardCoordinator
+from services.eviction import unfinished
 from services.eviction.app_failover import ApplicationFailoverConfig
 from services.eviction.application import Gates
-from services.eviction.controllers import EvictionControllers
+from services.eviction.controllers import LEADER, SHARED, EvictionControllers
 from services.eviction.graceful import GracefulEvictionConfig
 
 
@@ -34,14 +39,53 @@ def application_failover(args: argparse.Namespace) -> ApplicationFailoverConfig:
         graceful_eviction=enabled["GracefulEviction"], state_preservation=enabled["StatefulFailoverInjection"]))
 
 
-async def lead(ctx: ServiceContext) -> None:
+SHARED_INFORMERS = SharedInformers()
+
+
+def _controllers(ctx: ServiceContext, manager: Manager, parts: tuple[str, ...],
+                 owns: Callable[[str], bool] | None = None) -> EvictionControllers:
     args = ctx.args
-    await EvictionControllers(
+    return EvictionControllers(
         ctx.store, ctx.clock,
         GracefulEvictionConfig(timeout=timedelta(seconds=args.graceful_eviction_timeout)),
         workers=args.concurrent_resourcebinding_syncs, events=ctx.events, tracer=ctx.tracer,
-        manager=ctx.manager(), application=application_failover(args),
-    ).run()
+        manager=manager, application=application_failover(args), parts=parts, owns=owns,
+    )
+
+
+async def share(ctx: ServiceContext) -> None:
+    """Every replica's work: graceful eviction and the failover history of the bindings in its
+    buckets (flotilla.runtime.sharing); the replicas divide the buckets among themselves and
+    hand them over within a lease period."""
+    manager = ctx.manager()
+    holder: list[ShardCoordinator] = []
+    controllers = _controllers(ctx, manager, (SHARED,), owns=lambda b: bool(holder) and holder[0].owns(b))
+    glue = ShardedControllers(controllers.shared, controllers.binding_keys)
+    coordinator = ShardCoordinator(ctx.store, ctx.clock, ctx.name, ctx.identity,
+                                   max(int(ctx.args.leader_elect_lease_duration), 1),
+                                   buckets, glue.acquire, glue.release)
+    holder.append(coordinator)
+    manager.add_runnable("shards", coordinator.run)
+    SHARED_INFORMERS.set(manager)
+    try:
+        await controllers.run()
+    finally:
+        SHARED_INFORMERS.set(None)
+
+
+async def lead(ctx: ServiceContext) -> None:
+    """The leader's work: application failover, failback and the unfinished-work metrics, on the
+    shared work's informers."""
+    lender = await SHARED_INFORMERS.current()
+    manager = ctx.manager(lender=lender)
+    controllers = _controllers(ctx, manager, (LEADER,))
+    if controllers.unfinished is not None:
+        unfinished.start(controllers.unfinished)
+    try:
+        await SHARED_INFORMERS.run_borrowing(manager, lender)
+    finally:
+        if controllers.unfinished is not None:
+            unfinished.stop(controllers.unfinished)
 
 
 SPEC = ServiceSpec(
@@ -50,6 +94,7 @@ SPEC = ServiceSpec(
                 "and application failover",
     add_arguments=add_arguments,
     lead=lead,
+    share=share,
 )
 
 if __name__ == "__main__":

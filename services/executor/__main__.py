@@ -8,12 +8,10 @@ agents of different clusters never block each other or the executor.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
 
-from flotilla.aio.tasks import cancel_and_wait
 from flotilla.api.events import EventType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.api.wellknown import CLUSTER_SECRET_NAMESPACE
@@ -29,6 +27,7 @@ from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from flotilla.runtime.sharing import SharedInformers
 from flotilla.store import ObjectStore
 from flotilla.store.shards import ShardCoordinator
 from services.executor.agent import PullAgent
@@ -90,30 +89,6 @@ def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
     return MemberClients(store, timeout=REQUEST_TIMEOUT, credentials=CachedCredentials(store, secrets).load)
 
 
-class SharedInformers:
-    """The execution share's manager, whose informers (Works, Clusters, customizations) the
-    leader's work borrows: each of their events is decoded once in the process, not twice."""
-
-    def __init__(self) -> None:
-        self.manager: Manager | None = None
-        self.changed = asyncio.Event()
-
-    def set(self, manager: Manager | None) -> None:
-        self.manager = manager
-        self.changed.set()
-        self.changed = asyncio.Event()
-
-    async def current(self) -> Manager:
-        while self.manager is None:
-            await self.changed.wait()
-        return self.manager
-
-    async def replaced(self, manager: Manager) -> None:
-        """Return once `manager` is no longer the share's (it stopped, or a new one started)."""
-        while self.manager is manager:
-            await self.changed.wait()
-
-
 SHARED = SharedInformers()
 
 
@@ -128,16 +103,7 @@ async def lead_controller(ctx: ServiceContext) -> None:
     ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager,
                         interpreter_timeout=args.interpreter_call_timeout,
                         interpreter_workers=args.interpreter_workers)
-    running = asyncio.create_task(manager.run())
-    replaced = asyncio.create_task(SHARED.replaced(lender))
-    try:
-        await asyncio.wait({running, replaced}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        manager.stop()
-        await cancel_and_wait(replaced)
-        await running
-    # The share's manager stopped under us, and the informers borrowed from it with it.
-    raise RuntimeError("the execution share restarted: leading again on its new informers")
+    await SHARED.run_borrowing(manager, lender)
 
 
 async def share_execution(ctx: ServiceContext) -> None:
