@@ -16,7 +16,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +46,7 @@ from flotilla.store.endpoints import Endpoint, Registration, list_endpoints
 from flotilla.store.events import EventQueue
 from flotilla.store.leader import LeaderElector
 from flotilla.store.remote import RemoteStore
+from flotilla.store.shards import ShardCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,13 @@ class ServiceContext:
     # Set by the runner: the service's gRPC health follows its managers' tasks.
     on_unhealthy: Callable[[str, BaseException], Awaitable[None] | None] | None = None
     on_healthy: Callable[[], Awaitable[None] | None] | None = None
+
+    def shard_coordinator(self, shards: Callable[[], Iterable[str]], on_acquire: Callable[[str], Awaitable[None]],
+                          on_release: Callable[[str], Awaitable[None]]) -> ShardCoordinator:
+        """This replica's part in dividing the service's shards with its other replicas, on a
+        lease as long as the leader election's (flotilla.store.shards)."""
+        return ShardCoordinator(self.store, self.clock, self.name, self.identity,
+                                max(int(self.args.leader_elect_lease_duration), 1), shards, on_acquire, on_release)
 
     def manager(self, **kwargs: Any) -> Manager:
         """A Manager on this service's store and clock whose failing tasks turn the service

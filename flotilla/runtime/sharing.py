@@ -79,6 +79,14 @@ class SharedInformers:
         while self.manager is manager:
             await self.changed.wait()
 
+    async def run_lending(self, manager: Manager) -> None:
+        """Run the shared work's `manager`, lending its informers for as long as it runs."""
+        self.set(manager)
+        try:
+            await manager.run()
+        finally:
+            self.set(None)
+
     async def run_borrowing(self, manager: Manager, lender: Manager) -> None:
         """Run the leader's `manager` (made with `lender=lender`) until it ends or the shared
         manager is replaced, whose informers it borrowed: then it stops, and the error says so."""

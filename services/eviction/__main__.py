@@ -12,7 +12,6 @@ from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.runtime.sharing import ShardedControllers, SharedInformers, buckets
-from flotilla.store.shards import ShardCoordinator
 from services.eviction import unfinished
 from services.eviction.app_failover import ApplicationFailoverConfig
 from services.eviction.application import Gates
@@ -58,19 +57,11 @@ async def share(ctx: ServiceContext) -> None:
     buckets (flotilla.runtime.sharing); the replicas divide the buckets among themselves and
     hand them over within a lease period."""
     manager = ctx.manager()
-    holder: list[ShardCoordinator] = []
-    controllers = _controllers(ctx, manager, (SHARED,), owns=lambda b: bool(holder) and holder[0].owns(b))
+    coordinator = ctx.shard_coordinator(buckets, lambda b: glue.acquire(b), lambda b: glue.release(b))
+    controllers = _controllers(ctx, manager, (SHARED,), owns=coordinator.owns)
     glue = ShardedControllers(controllers.shared, controllers.binding_keys)
-    coordinator = ShardCoordinator(ctx.store, ctx.clock, ctx.name, ctx.identity,
-                                   max(int(ctx.args.leader_elect_lease_duration), 1),
-                                   buckets, glue.acquire, glue.release)
-    holder.append(coordinator)
     manager.add_runnable("shards", coordinator.run)
-    SHARED_INFORMERS.set(manager)
-    try:
-        await controllers.run()
-    finally:
-        SHARED_INFORMERS.set(None)
+    await SHARED_INFORMERS.run_lending(manager)
 
 
 async def lead(ctx: ServiceContext) -> None:

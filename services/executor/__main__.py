@@ -29,7 +29,6 @@ from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
 from flotilla.runtime.sharing import SharedInformers
 from flotilla.store import ObjectStore
-from flotilla.store.shards import ShardCoordinator
 from services.executor.agent import PullAgent
 from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
 from services.executor.lease import LeaseRenewer
@@ -114,25 +113,20 @@ async def share_execution(ctx: ServiceContext) -> None:
     args = ctx.args
     manager = ctx.manager(compact_informers=True)
     clients = execution_clients(ctx.store, manager)
-    holder: list[ShardCoordinator] = []
+    coordinator = ctx.shard_coordinator(lambda: execution.shards(), lambda c: execution.acquire(c),
+                                        lambda c: execution.release(c))
     execution = ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
         status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
         interpreter_timeout=args.interpreter_call_timeout, interpreter_workers=args.interpreter_workers,
-        manager=manager, owns=lambda cluster: bool(holder) and holder[0].owns(cluster),
+        manager=manager, owns=coordinator.owns,
     )
-    ttl = max(int(args.leader_elect_lease_duration), 1)
-    coordinator = ShardCoordinator(ctx.store, ctx.clock, ctx.name, ctx.identity, ttl,
-                                   execution.shards, execution.acquire, execution.release)
-    holder.append(coordinator)
     manager.on_event(execution.clusters, lambda _: coordinator.poke(),
                      predicate=lambda e: e.type is not EventType.MODIFIED)
     manager.add_runnable("shards", coordinator.run)
-    SHARED.set(manager)
     try:
-        await manager.run()
+        await SHARED.run_lending(manager)
     finally:
-        SHARED.set(None)
         await clients.close()
 
 
