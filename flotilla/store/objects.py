@@ -19,7 +19,10 @@ from typing import Any, TypeVar
 
 import aetcd
 import aetcd.exceptions
+import aetcd.rpc
 import aetcd.rtypes
+import aetcd.utils
+import grpc
 from aetcd.transactions import Create, Delete, Get, Mod, Put, Txn
 
 from flotilla.aio.clock import Clock, RealClock
@@ -67,6 +70,13 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# Keys per Range request of a list (kv_range).
+RANGE_PAGE = 1000
+
+
+class _PageTooLarge(Exception):
+    """A Range answer larger than a gRPC message: asked for again in a smaller page."""
 
 SECRETS_PREFIX = etcd_prefix("secrets")
 # Works carry the Secrets they propagate (as manifests), so they are sealed like Secrets, and every
@@ -268,10 +278,43 @@ class Store(StoreBase):
         return KeyValue(key, self._opened(key, bytes(kvs[0].value)), int(kvs[0].mod_revision))
 
     async def kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
-        result: Any = await self._call(self.client.get_prefix(prefix.encode()))
-        kvs = [KeyValue(k, self._opened_or_marked(k, bytes(kv.value), int(kv.mod_revision)), int(kv.mod_revision))
-               for kv in result for k in (kv.key.decode(),)]
-        return kvs, int(result.header.revision)
+        """Every key under the prefix, read in pages of at most RANGE_PAGE keys, all at the first
+        page's revision (one consistent snapshot, as Kubernetes reads its paginated lists): one
+        answer with tens of thousands of objects passes gRPC's message limit. A page still too
+        large (big objects) is asked for again at half the size."""
+        start = prefix.encode()
+        end = aetcd.utils.prefix_range_end(start)
+        kvs: builtins.list[KeyValue] = []
+        revision, limit = 0, RANGE_PAGE
+        while True:
+            try:
+                page: Any = await self._call(self._range_page(start, end, limit, revision))
+            except _PageTooLarge as e:
+                if limit == 1:
+                    raise StoreError(f"{self._where()}: one value under {prefix} is larger than a gRPC message") from e
+                limit = max(limit // 2, 1)
+                continue
+            revision = revision or int(page.header.revision)
+            for kv in page.kvs:
+                key = kv.key.decode()
+                kvs.append(KeyValue(key, self._opened_or_marked(key, bytes(kv.value), int(kv.mod_revision)),
+                                    int(kv.mod_revision)))
+            if not page.more or not page.kvs:
+                return kvs, revision
+            start = bytes(page.kvs[-1].key) + b"\x00"
+
+    async def _range_page(self, start: bytes, end: bytes, limit: int, revision: int) -> Any:
+        """One Range request with a limit and a revision, which aetcd's get_prefix does not take."""
+        await self.client.connect()
+        request = aetcd.rpc.RangeRequest(key=start, range_end=end, limit=limit, revision=revision)
+        try:
+            return await self.client.kvstub.Range(request, timeout=self.client._timeout,
+                                                  metadata=self.client.metadata)
+        except aetcd.rpc.AioRpcError as e:
+            if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise _PageTooLarge(e.details()) from e
+            aetcd.exceptions._handle_exception(e)  # aetcd's own error for the code, as its calls raise
+            raise
 
     async def kv_create(self, key: str, value: bytes, lease: int | None) -> int | KeyValue | None:
         k = key.encode()
