@@ -255,15 +255,15 @@ class Store(StoreBase):
             raise StoreError(f"no encryption key file ({KEY_FILE_FLAG} or {ENV_KEY_FILE}): nothing to encrypt with")
         rewritten = total = 0
         for prefix in SEALED_KINDS:
-            result: Any = await self._call(self.client.get_prefix(prefix.encode()))
-            for kv in result:
-                total += 1
-                key, raw = kv.key.decode(), bytes(kv.value)
-                if self.keys.is_current(raw):
-                    continue
-                opened = self._opened(key, raw, plaintext=True)
-                if await self.kv_put_if(key, opened, int(kv.mod_revision), int(kv.lease) or None):
-                    rewritten += 1
+            async for _, page in self._pages(prefix):
+                for kv in page:
+                    total += 1
+                    key, raw = kv.key.decode(), bytes(kv.value)
+                    if self.keys.is_current(raw):
+                        continue
+                    opened = self._opened(key, raw, plaintext=True)
+                    if await self.kv_put_if(key, opened, int(kv.mod_revision), int(kv.lease) or None):
+                        rewritten += 1
         return rewritten, total
 
     # -- key-value primitives ----------------------------------------------
@@ -278,13 +278,23 @@ class Store(StoreBase):
         return KeyValue(key, self._opened(key, bytes(kvs[0].value)), int(kvs[0].mod_revision))
 
     async def kv_range(self, prefix: str) -> tuple[builtins.list[KeyValue], int]:
-        """Every key under the prefix, read in pages of at most RANGE_PAGE keys, all at the first
-        page's revision (one consistent snapshot, as Kubernetes reads its paginated lists): one
-        answer with tens of thousands of objects passes gRPC's message limit. A page still too
-        large (big objects) is asked for again at half the size."""
+        kvs: builtins.list[KeyValue] = []
+        revision = 0
+        async for at, page in self._pages(prefix):
+            revision = at
+            for kv in page:
+                key = kv.key.decode()
+                kvs.append(KeyValue(key, self._opened_or_marked(key, bytes(kv.value), int(kv.mod_revision)),
+                                    int(kv.mod_revision)))
+        return kvs, revision
+
+    async def _pages(self, prefix: str) -> AsyncGenerator[tuple[int, Any], None]:
+        """Every key under the prefix as etcd's KeyValues, in pages of at most RANGE_PAGE keys,
+        all read at the first page's revision (one consistent snapshot, as Kubernetes reads its
+        paginated lists): one answer with tens of thousands of objects passes gRPC's message
+        limit. A page still too large (big objects) is asked for again at half the size."""
         start = prefix.encode()
         end = aetcd.utils.prefix_range_end(start)
-        kvs: builtins.list[KeyValue] = []
         revision, limit = 0, RANGE_PAGE
         while True:
             try:
@@ -295,12 +305,9 @@ class Store(StoreBase):
                 limit = max(limit // 2, 1)
                 continue
             revision = revision or int(page.header.revision)
-            for kv in page.kvs:
-                key = kv.key.decode()
-                kvs.append(KeyValue(key, self._opened_or_marked(key, bytes(kv.value), int(kv.mod_revision)),
-                                    int(kv.mod_revision)))
+            yield revision, page.kvs
             if not page.more or not page.kvs:
-                return kvs, revision
+                return
             start = bytes(page.kvs[-1].key) + b"\x00"
 
     async def _range_page(self, start: bytes, end: bytes, limit: int, revision: int) -> Any:
