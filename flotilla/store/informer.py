@@ -166,6 +166,10 @@ class Informer(Generic[M]):
         needs only the keys (a compact informer decodes every object `by_index` returns)."""
         return frozenset(self._indices[name].get(value, ()))
 
+    def index_values(self, name: str) -> frozenset[str]:
+        """The values an index holds keys under (e.g. the namespaces with objects), nothing decoded."""
+        return frozenset(self._indices[name])
+
     async def assume(self, written: M) -> None:
         """Take a version this process has just written, ahead of the watch (client-go's
         MutationCache does the same): the writer's own next step, which reads this cache, need

@@ -306,8 +306,11 @@ class Store(StoreBase):
                 continue
             revision = revision or int(page.header.revision)
             yield revision, page.kvs
-            if not page.more or not page.kvs:
+            if not page.more:
                 return
+            if not page.kvs:
+                # "More" with nothing in this page: a list cut short here would read as deletions.
+                raise StoreError(f"{self._where()}: a page under {prefix} said more and held nothing")
             start = bytes(page.kvs[-1].key) + b"\x00"
 
     async def _range_page(self, start: bytes, end: bytes, limit: int, revision: int) -> Any:

@@ -29,7 +29,7 @@ from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding, binding_key
 from flotilla.api.events import WatchEvent
-from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, object_key, split_key
+from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, object_key
 from flotilla.api.v1 import cluster_pb2, config_pb2, meta_pb2
 from flotilla.interpreter.customized import CustomizedInterpreter
 from flotilla.interpreter.health import HealthInterpreter
@@ -325,7 +325,7 @@ class ExecutionManager:
         """The clusters whose Works this side may have to act on: every cluster it serves, and
         the execution namespaces of Works whose Cluster is gone (their deletion is still to do)."""
         names = {c.metadata.name for c in self.clusters.list() if self.serves(c)}
-        for namespace in {split_key(key)[0] for key in self.works.keys()}:
+        for namespace in self.works.index_values(routing.WORK_NAMESPACE_INDEX):
             name = cluster_of_execution_namespace(namespace)
             if name is not None and self.clusters.get(name) is None:
                 names.add(name)
