@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -70,13 +71,16 @@ class ServiceContext:
     # Set by the runner: the service's gRPC health follows its managers' tasks.
     on_unhealthy: Callable[[str, BaseException], Awaitable[None] | None] | None = None
     on_healthy: Callable[[], Awaitable[None] | None] | None = None
+    # Set by the runner: why this replica holds no share of the work now (None: it holds it).
+    on_shards: Callable[[str | None], Awaitable[None]] | None = None
 
     def shard_coordinator(self, shards: Callable[[], Iterable[str]], on_acquire: Callable[[str], Awaitable[None]],
                           on_release: Callable[[str], Awaitable[None]]) -> ShardCoordinator:
         """This replica's part in dividing the service's shards with its other replicas, on a
         lease as long as the leader election's (flotilla.store.shards)."""
         return ShardCoordinator(self.store, self.clock, self.name, self.identity,
-                                max(int(self.args.leader_elect_lease_duration), 1), shards, on_acquire, on_release)
+                                max(int(self.args.leader_elect_lease_duration), 1), shards, on_acquire, on_release,
+                                report=self.on_shards)
 
     def manager(self, **kwargs: Any) -> Manager:
         """A Manager on this service's store and clock whose failing tasks turn the service
@@ -250,6 +254,7 @@ class Runner:
             tracer=trace.get_tracer(f"flotilla.{self.spec.name}"),
             on_unhealthy=self._task_down,
             on_healthy=self._tasks_up,
+            on_shards=functools.partial(self.health.set_reason, "shards"),
         )
         server = grpc.aio.server(interceptors=self._interceptors(store), options=server_options(self.args),
                                  maximum_concurrent_rpcs=self.args.max_concurrent_rpcs)

@@ -11,19 +11,56 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from google.protobuf.message import Message
 
 from flotilla.aio.tasks import cancel_and_wait
+from flotilla.api import bindings
+from flotilla.api.bindings import Binding
 from flotilla.runtime.controller import Controller, Reconciler, Result
 from flotilla.runtime.manager import Manager
+from flotilla.store.informer import Informer
 from flotilla.store.shards import bucket_name, bucket_of
 
 # Buckets a service's keys are divided into: enough to spread over a handful of replicas evenly,
 # few enough that their claims are a small read.
 BUCKETS = 32
+# The informer index of each object's bucket (`index_buckets`), so that taking a bucket reads its
+# keys without decoding or hashing every object.
+BUCKET_INDEX = "shard-bucket"
+M = TypeVar("M", bound=Message)
 
 
 def buckets() -> list[str]:
     return [bucket_name(i) for i in range(BUCKETS)]
+
+
+def key_bucket(key: str) -> str:
+    return bucket_of(key, BUCKETS)
+
+
+def index_buckets(informer: Informer[M], key_of: Callable[[M], str], name: str = BUCKET_INDEX) -> None:
+    """Index the informer's objects by the bucket of their controller key `key_of(obj)`."""
+    informer.add_indexer(name, lambda obj: [key_bucket(key_of(obj))])
+
+
+def keys_in_bucket(informer: Informer[M], bucket: str, key_of: Callable[[M], str],
+                   name: str = BUCKET_INDEX) -> list[str]:
+    """The controller keys of the informer's objects in the bucket (indexed by `index_buckets`)."""
+    found = (informer.get(k) for k in informer.index_keys(name, bucket))
+    return [key_of(obj) for obj in found if obj is not None]
+
+
+def index_binding_buckets(informers: dict[str, Informer[Binding]]) -> None:
+    for informer in informers.values():
+        index_buckets(informer, bindings.key_of)
+
+
+def binding_keys_in_bucket(informers: dict[str, Informer[Binding]], bucket: str) -> list[str]:
+    """The binding keys (`Kind:namespace/name`) in the bucket, nothing decoded."""
+    return [bindings.binding_key(kind, key) for kind, informer in informers.items()
+            for key in informer.index_keys(BUCKET_INDEX, bucket)]
 
 
 class Owned:
@@ -34,27 +71,28 @@ class Owned:
         self.owns = owns
 
     async def reconcile(self, key: str) -> Result | None:
-        if not self.owns(bucket_of(key, BUCKETS)):
+        if not self.owns(key_bucket(key)):
             return None
         return await self.reconciler.reconcile(key)
 
 
 class ShardedControllers:
     """The glue between a ShardCoordinator over `buckets()` and the controllers whose keys it
-    divides: `keys()` lists every key those controllers may have (from the informers)."""
+    divides: `keys(bucket)` lists every key in the bucket those controllers may have (from the
+    informers)."""
 
-    def __init__(self, controllers: Sequence[Controller], keys: Callable[[], Iterable[str]]) -> None:
+    def __init__(self, controllers: Sequence[Controller], keys: Callable[[str], Iterable[str]]) -> None:
         self.controllers = controllers
         self.keys = keys
 
     async def acquire(self, bucket: str) -> None:
-        for key in sorted(k for k in self.keys() if bucket_of(k, BUCKETS) == bucket):
+        for key in sorted(self.keys(bucket)):
             for controller in self.controllers:
                 controller.enqueue(key)
 
     async def release(self, bucket: str) -> None:
         for controller in self.controllers:
-            await controller.queue.drained(lambda key: bucket_of(key, BUCKETS) == bucket)
+            await controller.queue.drained(lambda key: key_bucket(key) == bucket)
 
 
 class SharedInformers:

@@ -155,7 +155,10 @@ class ShardCoordinator:
                  shards: Callable[[], Iterable[str]],
                  on_acquire: Callable[[str], Awaitable[None]],
                  on_release: Callable[[str], Awaitable[None]],
-                 backoff: tuple[float, float] = (0.2, 2.0)) -> None:
+                 backoff: tuple[float, float] = (0.2, 2.0),
+                 report: Callable[[str | None], Awaitable[None]] | None = None) -> None:
+        """`report(reason)` is told why this replica holds no share while it cannot (a lost
+        lease, an unreachable store), and None once it has joined again: its health says so."""
         self.store = store
         self.service = service
         self.identity = identity
@@ -168,6 +171,7 @@ class ShardCoordinator:
         self._wake = asyncio.Event()
         self._backoff = backoff
         self._gauge = SHARDS_HELD.labels(service)
+        self._report = report
 
     def owns(self, shard: str) -> bool:
         """Whether this replica may act on the shard now: it holds the claim on a lease still valid."""
@@ -192,6 +196,8 @@ class ShardCoordinator:
                 except STORE_ERRORS as e:
                     log.warning("event=shards-retry service=%s identity=%s retry_in=%gs error=%s: %s",
                                 self.service, self.identity, delay, type(e).__name__, e)
+                    await self._tell(f"holds no shards: the store failed ({type(e).__name__}: {e}); "
+                                     f"joining again in {delay:g}s")
                     # Stop acting, and end the lease (best effort) so no claim outlives this term.
                     await self._drop_all()
                     await self.lease.revoke()
@@ -207,6 +213,7 @@ class ShardCoordinator:
         if await self._put_own(self._member_key(), None) is None:
             raise StoreError(f"{self._member_key()} is held by another replica with this identity")
         log.info("event=shards-joined service=%s identity=%s", self.service, self.identity)
+        await self._tell(None)
         watcher = asyncio.create_task(self._watch())
         lost = asyncio.create_task(self.lease.lost.wait())
         try:
@@ -223,6 +230,7 @@ class ShardCoordinator:
         finally:
             await cancel_and_wait(watcher, lost)
         log.warning("event=shards-lease-lost service=%s identity=%s", self.service, self.identity)
+        await self._tell("holds no shards: their lease was lost; joining again")
         await self._drop_all()
         await self.lease.revoke()
 
@@ -298,6 +306,10 @@ class ShardCoordinator:
             with contextlib.suppress(Exception):
                 await bounded(self._on_release(shard), self.lease.ttl)
         self._gauge.set(0)
+
+    async def _tell(self, reason: str | None) -> None:
+        if self._report is not None:
+            await self._report(reason)
 
     async def _bounded(self, awaitable: Awaitable[T]) -> T:
         return await bounded(awaitable, max(float(self.lease.ttl), 1.0))

@@ -18,11 +18,11 @@ from opentelemetry import trace
 
 from flotilla.aio.clock import Clock
 from flotilla.api import bindings, registry
-from flotilla.api.bindings import Binding, binding_key
+from flotilla.api.bindings import Binding
 from flotilla.runtime.concurrency import BINDING_SYNCS
 from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.manager import Manager
-from flotilla.runtime.sharing import Owned
+from flotilla.runtime.sharing import Owned, binding_keys_in_bucket, index_binding_buckets
 from flotilla.store import ObjectStore
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
@@ -70,10 +70,11 @@ class EvictionControllers:
             manager.watch(informer, routing.binding(kind), self.graceful, predicate=routing.has_eviction_work)
             manager.watch(informer, routing.binding(kind), self.history, predicate=routing.has_history_work)
         self.shared = [self.graceful, self.history]
+        index_binding_buckets(self.bindings)
 
-    def binding_keys(self) -> list[str]:
-        """Every binding key the shared controllers may be given."""
-        return [binding_key(kind, key) for kind, informer in self.bindings.items() for key in informer.keys()]
+    def binding_keys(self, bucket: str) -> list[str]:
+        """Every binding key in the bucket the shared controllers may be given."""
+        return binding_keys_in_bucket(self.bindings, bucket)
 
     def _add_unfinished(self, clock: Clock, graceful: GracefulEvictionConfig) -> None:
         """Overdue tasks and blocked bindings, exported while this term runs (unfinished.py)."""

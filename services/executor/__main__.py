@@ -27,7 +27,7 @@ from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.flags import duration, feature_gates
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
-from flotilla.runtime.sharing import SharedInformers
+from flotilla.runtime.sharing import buckets
 from flotilla.store import ObjectStore
 from services.executor.agent import PullAgent
 from services.executor.controllers import ExecutionManager, ExecutorConfig, ExecutorControllers
@@ -88,44 +88,48 @@ def execution_clients(store: ObjectStore, manager: Manager) -> MemberClients:
     return MemberClients(store, timeout=REQUEST_TIMEOUT, credentials=CachedCredentials(store, secrets).load)
 
 
-SHARED = SharedInformers()
-
-
-async def lead_controller(ctx: ServiceContext) -> None:
-    """The leader's work: the detector, the binding controllers and status aggregation."""
+async def share(ctx: ServiceContext) -> None:
+    """Every replica's work, for its share of the keys (flotilla.store.shards): applying the Works
+    of its Push clusters and reporting their status, and the detector, the binding controllers
+    and aggregation for the templates, bindings and policies in its buckets
+    (flotilla.runtime.sharing). Clusters and buckets are claimed alike, so a replica that joins
+    takes its share of both from the others, one that leaves or dies hands its share over within
+    a lease period, and no key is ever acted on by two replicas at once."""
     args = ctx.args
-    lender = await SHARED.current()
     # Its informers keep ten thousand Works, bindings and templates each at scale, as bytes.
-    manager = ctx.manager(compact_informers=True, lender=lender)
-    config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
-                            workers=args.concurrent_resourcebinding_syncs)
-    ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager,
-                        interpreter_timeout=args.interpreter_call_timeout,
-                        interpreter_workers=args.interpreter_workers)
-    await SHARED.run_borrowing(manager, lender)
-
-
-async def share_execution(ctx: ServiceContext) -> None:
-    """Every replica's work: applying the Works of its share of the Push clusters and reporting
-    their status. The replicas divide the clusters among themselves (flotilla.store.shards): a
-    replica that joins takes its share from the others, one that leaves or dies hands its share
-    over within a lease period, and a cluster is never acted on by two replicas at once."""
-    args = ctx.args
     manager = ctx.manager(compact_informers=True)
     clients = execution_clients(ctx.store, manager)
-    coordinator = ctx.shard_coordinator(lambda: execution.shards(), lambda c: execution.acquire(c),
-                                        lambda c: execution.release(c))
+    coordinator = ctx.shard_coordinator(lambda: [*execution.shards(), *buckets()], lambda s: acquire(s),
+                                        lambda s: release(s))
     execution = ExecutionManager(
         ctx.store, ctx.clock, clients.get, lambda c: c.spec.sync_mode != PULL,
         status_resync=args.work_status_resync_period, workers=args.concurrent_work_syncs, events=ctx.events,
         interpreter_timeout=args.interpreter_call_timeout, interpreter_workers=args.interpreter_workers,
         manager=manager, owns=coordinator.owns,
     )
+    config = ExecutorConfig(feature_gates=args.feature_gates, skipped_namespaces=args.skipped_propagating_namespaces,
+                            workers=args.concurrent_resourcebinding_syncs)
+    bindings = ExecutorControllers(ctx.store, ctx.clock, config, events=ctx.events, tracer=ctx.tracer, manager=manager,
+                                   interpreter_timeout=args.interpreter_call_timeout,
+                                   interpreter_workers=args.interpreter_workers, owns=coordinator.owns)
+    sharded = bindings.sharded()
+
+    # A shard is a cluster or a bucket; a cluster named like a bucket is one claim for both.
+    async def acquire(shard: str) -> None:
+        await execution.acquire(shard)
+        for part in sharded:
+            await part.acquire(shard)
+
+    async def release(shard: str) -> None:
+        await execution.release(shard)
+        for part in sharded:
+            await part.release(shard)
+
     manager.on_event(execution.clusters, lambda _: coordinator.poke(),
                      predicate=lambda e: e.type is not EventType.MODIFIED)
     manager.add_runnable("shards", coordinator.run)
     try:
-        await SHARED.run_lending(manager)
+        await manager.run()
     finally:
         await clients.close()
 
@@ -181,8 +185,7 @@ def spec_for(argv: Sequence[str] | None) -> ServiceSpec:
         name="executor",
         description="Flotilla executor: templates and policies -> bindings -> Works -> member clusters",
         add_arguments=add_arguments,
-        lead=lead_controller,
-        share=share_execution,
+        share=share,
     )
 
 

@@ -37,9 +37,18 @@ from flotilla.interpreter.lua import DEFAULT_TIMEOUT
 from flotilla.interpreter.pool import DEFAULT_WORKERS, ScriptPool
 from flotilla.member.watches import Connect, Kind, MemberWatches
 from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
-from flotilla.runtime.controller import Controller
+from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.manager import Manager
+from flotilla.runtime.sharing import (
+    Owned,
+    ShardedControllers,
+    binding_keys_in_bucket,
+    index_binding_buckets,
+    index_buckets,
+    keys_in_bucket,
+)
 from flotilla.store import ObjectStore
+from flotilla.store.base import object_key_of
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor import dependencies, policy_match, routing
@@ -53,6 +62,8 @@ from services.executor.detector import (
     SELECTOR_INDEX,
     DetectorConfig,
     TemplateReconciler,
+    policy_key,
+    template_key_of,
     template_key_of_binding,
 )
 from services.executor.execution import ExecutionReconciler
@@ -74,6 +85,8 @@ DEFAULT_GATES: dict[str, bool] = {
 }
 # Both policy kinds' informers are routed alike.
 P = TypeVar("P", bound=policy_match.Policy)
+# Templates and bindings indexed by the bucket of the detector's key (a template's).
+TEMPLATE_BUCKET_INDEX = "template-bucket"
 DEPENDENT_KINDS = (("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "PersistentVolumeClaim"))
 
 
@@ -93,9 +106,15 @@ class ExecutorControllers:
     def __init__(self, store: ObjectStore, clock: Clock, config: ExecutorConfig | None = None,
                  events: EventRecorder | None = None, tracer: trace.Tracer | None = None,
                  manager: Manager | None = None, interpreter_timeout: float = DEFAULT_TIMEOUT,
-                 interpreter_workers: int = DEFAULT_WORKERS) -> None:
+                 interpreter_workers: int = DEFAULT_WORKERS, owns: Callable[[str], bool] | None = None) -> None:
+        """`owns(bucket)`: whether this replica holds the bucket (flotilla.runtime.sharing) of a
+        key now; every controller here reconciles only the keys of the buckets it holds. Without
+        it, every key."""
         self.config = config = config or ExecutorConfig()
         self.manager = manager = manager or Manager(store, clock, compact_informers=True)
+
+        def own(reconciler: Reconciler) -> Reconciler:
+            return reconciler if owns is None else Owned(reconciler, owns)
         # The customizations' replicaResource, replicaRevision, statusAggregation and
         # dependencyInterpretation scripts, which the detector, the binding controller, the
         # binding-status controller and the dependencies distributor run. A pool of its
@@ -123,25 +142,32 @@ class ExecutorControllers:
         self.override_policies = manager.informer(registry.OVERRIDE_POLICY)
         self.cluster_override_policies = manager.informer(registry.CLUSTER_OVERRIDE_POLICY)
 
-        self.detector = manager.controller("detector", TemplateReconciler(
+        self.detector = manager.controller("detector", own(TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
             DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption"),
                            config.gate("MultiplePodTemplatesScheduling")), events,
-            self.templates, self.bindings, self.interpreter, self.customizations.unknown),
+            self.templates, self.bindings, self.interpreter, self.customizations.unknown)),
             workers=config.workers)
-        self.distributor = manager.controller("dependencies-distributor", DependencyReconciler(
-            store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates, self.interpreter, events),
+        self.distributor = manager.controller("dependencies-distributor", own(DependencyReconciler(
+            store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates, self.interpreter, events)),
             workers=config.workers)
-        self.policy_finalizers = manager.controller("policy-finalizer", PolicyFinalizerReconciler(store, clock))
+        self.policy_finalizers = manager.controller("policy-finalizer", own(PolicyFinalizerReconciler(store, clock)))
         self.binding_reconciler = BindingReconciler(
             store, self.works, config.gate("StatefulFailoverInjection"), events, tracer,
             config.directly_requeue, clock, self.bindings, self.templates,
             informer_overrider(self.clusters, self.cluster_override_policies, self.override_policies),
             self.interpreter)
-        self.binding_controller = manager.controller("binding", self.binding_reconciler, workers=config.workers)
-        self.binding_status = manager.controller("binding-status", BindingStatusReconciler(
-            store, clock, self.bindings, self.works, self.templates, self.interpreter, events),
+        self.binding_controller = manager.controller("binding", own(self.binding_reconciler), workers=config.workers)
+        self.binding_status = manager.controller("binding-status", own(BindingStatusReconciler(
+            store, clock, self.bindings, self.works, self.templates, self.interpreter, events)),
             workers=config.workers)
+        # The bucket of each object's key for each controller, so a bucket taken over is read
+        # from the indices (see `sharded`).
+        index_binding_buckets(self.bindings)
+        for informer in self.bindings.values():
+            index_buckets(informer, template_key_of_binding, TEMPLATE_BUCKET_INDEX)
+        index_buckets(self.policies, policy_key)
+        index_buckets(self.cluster_policies, policy_key)
 
         self._route_policies(self.policies)
         self._route_policies(self.cluster_policies)
@@ -174,7 +200,8 @@ class ExecutorControllers:
         manager.watch(self.works, routing.binding_of_work, self.binding_status, predicate=routing.work_status_changed)
         manager.on_event(self.customizations, self._on_customization)
         # WorkloadRebalancer: a manual reschedule of the workloads it names (rebalancer.py).
-        self.rebalancers = add_rebalancer(manager, store, clock)
+        self.rebalancers, self.rebalancer = add_rebalancer(manager, store, clock, own)
+        index_buckets(self.rebalancers, object_key_of)
 
     def _on_customization(self, event: WatchEvent[config_pb2.ResourceInterpreterCustomization]) -> None:
         """New scripts: the target kind's bindings are built again (replicas), and so are their Works
@@ -207,6 +234,28 @@ class ExecutorControllers:
     def controllers(self) -> list[Controller]:
         return [self.detector, self.distributor, self.policy_finalizers, self.binding_controller, self.binding_status]
 
+    def sharded(self) -> list[ShardedControllers]:
+        """Each controller with the keys of a bucket it may be given, for a replica that takes the bucket."""
+        rbs = {RB: self.bindings[RB]}
+        return [
+            ShardedControllers([self.binding_controller, self.binding_status],
+                               lambda b: binding_keys_in_bucket(self.bindings, b)),
+            ShardedControllers([self.distributor], lambda b: binding_keys_in_bucket(rbs, b)),
+            ShardedControllers([self.detector], self._template_keys),
+            ShardedControllers([self.policy_finalizers], lambda b: [
+                *keys_in_bucket(self.policies, b, policy_key), *keys_in_bucket(self.cluster_policies, b, policy_key)]),
+            ShardedControllers([self.rebalancer], lambda b: keys_in_bucket(self.rebalancers, b, object_key_of)),
+        ]
+
+    def _template_keys(self, bucket: str) -> set[str]:
+        """The detector's keys in the bucket: every template's, and every binding's template's
+        (one whose template is gone is still looked at: the binding goes with it)."""
+        found = {k for informer in list(self.templates.values())
+                 for k in keys_in_bucket(informer, bucket, template_key_of, TEMPLATE_BUCKET_INDEX)}
+        for informer in self.bindings.values():
+            found.update(keys_in_bucket(informer, bucket, template_key_of_binding, TEMPLATE_BUCKET_INDEX))
+        return found
+
     # -- template informers ------------------------------------------------------------------
 
     def watch_templates(self, api_version: str, kind: str) -> Informer[meta_pb2.Unstructured] | None:
@@ -218,6 +267,7 @@ class ExecutorControllers:
         if informer is None:
             informer = self.manager.informer(rt)
             informer.add_indexer(DEPENDENCIES_INDEX, routing.template_dependencies)
+            index_buckets(informer, template_key_of, TEMPLATE_BUCKET_INDEX)
             spec_changed = routing.template_spec_changed
             self.manager.watch(informer, routing.template, self.detector, predicate=spec_changed)
             self.manager.watch(informer, routing.binding_of_template, self.binding_controller,

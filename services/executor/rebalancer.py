@@ -19,7 +19,7 @@ result; one no longer listed is kept only if Successful; a new one is rebalanced
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from flotilla.aio.clock import Clock
@@ -32,7 +32,7 @@ from flotilla.api.v1.apps_pb2 import (
     WorkloadRebalancer,
     WorkloadRebalancerStatus,
 )
-from flotilla.runtime.controller import Result
+from flotilla.runtime.controller import Controller, Reconciler, Result
 from flotilla.runtime.manager import Manager
 from flotilla.store import Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of, object_key_of
@@ -184,9 +184,12 @@ def spec_changed(event: WatchEvent[WorkloadRebalancer]) -> bool:
     return event.old is None or event.old.metadata.generation != event.obj.metadata.generation
 
 
-def add_rebalancer(manager: Manager, store: ObjectStore, clock: Clock) -> Informer[WorkloadRebalancer]:
-    """The WorkloadRebalancer controller on `manager`; its informer."""
+def add_rebalancer(manager: Manager, store: ObjectStore, clock: Clock,
+                   own: Callable[[Reconciler], Reconciler] = lambda r: r,
+                   ) -> tuple[Informer[WorkloadRebalancer], Controller]:
+    """The WorkloadRebalancer controller on `manager` (its reconciler wrapped by `own`, for the
+    keys this replica holds); its informer and controller."""
     rebalancers = manager.informer(registry.WORKLOAD_REBALANCER)
-    controller = manager.controller("workload-rebalancer", RebalancerReconciler(store, clock, rebalancers))
+    controller = manager.controller("workload-rebalancer", own(RebalancerReconciler(store, clock, rebalancers)))
     manager.watch(rebalancers, lambda event: [object_key_of(event.obj)], controller, predicate=spec_changed)
-    return rebalancers
+    return rebalancers, controller

@@ -1,5 +1,6 @@
 """Faults a plane survives (issue 15), on one plane of `flotilla up --replicas 2 --etcd-members 3
---sim-clusters 3 --profile demo`: every leader, and the etcd leader, killed during a failover; a
+--sim-clusters 3 --profile demo`: every leader, and the etcd leader, killed during a failover (the
+executor, which has no leader, loses the replica holding the survivor's share in another); a
 flapping member; a slow member. The short versions run in `make test`; `make chaos` runs the long
 ones (`-m long`: 200 bindings, a long flapping spell followed by a sustained outage).
 
@@ -211,10 +212,12 @@ async def probe_gaps(chaos: ChaosPlane, cluster: str) -> list[float]:
 @pytest.mark.timeout(600)
 async def test_the_executor_replica_applying_the_survivors_works_is_killed_as_the_failover_starts(
         chaos: ChaosPlane, tmp_path: Path) -> None:
-    """The executor's replicas divide the member clusters (issue 38). The one holding the cluster
-    the workload fails over to is killed as the failover starts: the other takes that cluster over
-    within the lease and applies the new Works. Nothing is lost and nothing done twice: each binding
-    moves once, each Deployment ends in the survivor alone, once, with one Work."""
+    """The executor's replicas divide the member clusters and the buckets of templates and
+    bindings (issue 38). The one holding the cluster the workload fails over to (and its buckets:
+    about half the bindings whose Works it writes) is killed as the failover starts: the other
+    takes its share over within the lease, writes and applies the new Works. Nothing is lost and
+    nothing done twice: each binding moves once, each Deployment ends in the survivor alone, once,
+    with one Work."""
     workload = Workload("shared", 10)
     async with (watch_history(chaos.plane, registry.RESOURCE_BINDING) as rbs,
                 watch_history(chaos.plane, registry.CLUSTER) as clusters,

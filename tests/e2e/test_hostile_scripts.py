@@ -2,7 +2,7 @@
 script (the backtracking `string.find` of the issue) applies to 100 ConfigMaps propagated to
 member2, and while the executor interprets them, a failover of 10 bindings from member1 to
 member2 completes within the usual deadline. The ConfigMaps' health reads Unknown with a
-Warning Event naming the customization, and the executor keeps its leadership throughout."""
+Warning Event naming the customization, and the executor keeps its shards and serves throughout."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from flotilla.api import registry
 from flotilla.api.keys import execution_namespace
 from flotilla.cli.status import collect
 from flotilla.store import Store
-from flotilla.store.leader import current_leader
+from flotilla.store.shards import held_shards
 from tests.e2e.failover_support import Plane, history, placed, started_plane
 from tests.e2e.metrics_support import scrape_all, total
 from tests.interpreter_support import HOSTILE, health_script
@@ -78,17 +78,16 @@ def apps() -> list[dict[str, object]]:
 
 
 @contextlib.asynccontextmanager
-async def executor_leadership(plane: Plane) -> AsyncIterator[list[tuple[str | None, bool]]]:
-    """Who leads the executor, and whether that instance serves, every half second."""
+async def executor_shares(plane: Plane) -> AsyncIterator[list[tuple[frozenset[str], bool]]]:
+    """Which executor replicas hold shards, and whether every executor replica serves, every half second."""
     store = await Store.connect(plane.endpoint)
-    seen: list[tuple[str | None, bool]] = []
+    seen: list[tuple[frozenset[str], bool]] = []
 
     async def sample() -> None:
         while True:
-            leader = await current_leader(store, "executor")
-            serving = any(s.leader and s.health == "SERVING" for s in await collect(store)
-                          if s.endpoint.service == "executor")
-            seen.append((leader, serving))
+            held = await held_shards(store, "executor") or {}
+            serving = all(s.health == "SERVING" for s in await collect(store) if s.endpoint.service == "executor")
+            seen.append((frozenset(i for i, shards in held.items() if shards), serving))
             await asyncio.sleep(0.5)
 
     task = asyncio.create_task(sample())
@@ -104,7 +103,7 @@ async def test_a_failover_completes_while_a_hostile_script_is_interpreted(plane:
     (tmp_path / "apps.yaml").write_text(yaml.safe_dump_all(apps()))
     (tmp_path / "hostile.yaml").write_text(yaml.safe_dump_all(hostile()))
     async with (history(plane, registry.WORK) as works, history(plane, registry.RESOURCE_BINDING) as rbs,
-                executor_leadership(plane) as leadership):
+                executor_shares(plane) as shares):
         await plane.ok("apply", "-f", str(tmp_path / "apps.yaml"))
         keys = [f"default/app-{i}-deployment" for i in range(DEPLOYMENTS)]
         await rbs.until(lambda: all(placed(rbs.get(k)) == [("member1", 1), ("member2", 1)] for k in keys), 90,
@@ -141,8 +140,8 @@ async def test_a_failover_completes_while_a_hostile_script_is_interpreted(plane:
 
         assert calls("timeout") >= 1 and calls("suspended") >= 1 and calls("ok") == 0
 
-        assert len(leadership) > 10
-        leaders = {leader for leader, _ in leadership}
-        assert len(leaders) == 1 and None not in leaders, f"the executor's leader changed: {leaders}"
-        assert all(serving for _, serving in leadership), "the executor's leader stopped serving"
+        assert len(shares) > 10
+        holders = {holders for holders, _ in shares}
+        assert len(holders) == 1 and frozenset() not in holders, f"the executor's shards moved: {holders}"
+        assert all(serving for _, serving in shares), "an executor replica stopped serving"
     await plane.fault("member1", "recover")

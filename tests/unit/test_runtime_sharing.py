@@ -45,7 +45,7 @@ async def test_acquire_looks_at_every_key_of_the_bucket_and_release_waits_for_th
     clock = FakeClock()
     recorder = Recorder()
     controller = Controller("c", recorder, WorkQueue(clock, "c"))
-    glue = ShardedControllers([controller], lambda: KEYS)
+    glue = ShardedControllers([controller], lambda b: [k for k in KEYS if bucket_of(k, BUCKETS) == b])
     bucket = bucket_of(KEYS[0], BUCKETS)
     running = asyncio.create_task(controller.run())
     try:

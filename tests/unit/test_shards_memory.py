@@ -80,10 +80,16 @@ class Acting:
 
 @contextlib.asynccontextmanager
 async def replica(store: MemoryStore, clock: FakeClock, acting: Acting, name: str,
-                  shards: list[str] | None = None) -> AsyncIterator[ShardCoordinator]:
+                  shards: list[str] | None = None,
+                  reports: list[str | None] | None = None) -> AsyncIterator[ShardCoordinator]:
     acquire, release = acting.callbacks(name)
+
+    async def report(reason: str | None) -> None:
+        if reports is not None:
+            reports.append(reason)
+
     coordinator = ShardCoordinator(store, clock, "executor", name, TTL, lambda: shards or SHARDS,
-                                   acquire, release)  # type: ignore[arg-type]
+                                   acquire, release, report=report)  # type: ignore[arg-type]
     task = asyncio.create_task(coordinator.run())
     try:
         yield coordinator
@@ -194,13 +200,17 @@ async def test_a_shard_is_not_taken_over_while_its_work_is_in_flight(memory: Mem
 async def test_a_replica_that_loses_its_lease_stops_acting_then_rejoins(memory: MemoryStore,
                                                                           clock: FakeClock) -> None:
     acting = Acting()
-    async with replica(memory, clock, acting, "a") as a:
+    reports: list[str | None] = []
+    async with replica(memory, clock, acting, "a", reports=reports) as a:
         await until(lambda: acting.of("a") == set(SHARDS), clock)
+        assert reports == [None]
         lease = a.lease.id
         assert lease is not None
         await memory.revoke_lease(lease)  # as etcd ends a lease it was not told to keep
         await until(lambda: a.lease.id != lease and acting.of("a") == set(SHARDS), clock)
     assert not acting.overlaps
+    # Its health said it held nothing, then that it was back.
+    assert reports[-1] is None and any(r and "holds no shards" in r for r in reports), reports
 
 
 class FailsOneDelete(MemoryStore):

@@ -58,6 +58,7 @@ from flotilla.plane.benchmarks.stats import summary
 from flotilla.plane.profiles import PROFILES
 from flotilla.runtime import profiling
 from flotilla.runtime.flags import duration
+from flotilla.runtime.sharing import buckets
 from flotilla.store import Informer, Store
 from flotilla.store.base import WatchKind
 from flotilla.store.embedded import free_port
@@ -559,8 +560,9 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
         "reconciles_per_evicted_binding":
             per_binding(reconciles_before, reconciles_after, evicted) if evicted else None,
         "load_average": [round(x, 2) for x in load_before],
-        # Which executor replica (by process name) applied which clusters' Works.
-        "executor_shards": await executor_shards(store, pids),
+        # Which executor replica (by process name) applied which clusters' Works, and how many
+        # buckets of templates and bindings each held.
+        **await executor_shards(store, pids),
     }
 
 
@@ -583,10 +585,13 @@ async def profiled(pids: dict[str, int]) -> AsyncIterator[None]:
                 os.kill(pid, signal.SIGUSR2)
 
 
-async def executor_shards(store: Store, pids: dict[str, int]) -> dict[str, list[str]]:
+async def executor_shards(store: Store, pids: dict[str, int]) -> dict[str, dict[str, Any]]:
     held = await held_shards(store, "executor") or {}
     by_pid = {pid: name for name, pid in pids.items()}
-    return {by_pid.get(e.pid, e.id): held.get(e.id, []) for e in await list_endpoints(store, "executor")}
+    bucket_names = set(buckets())
+    replicas = {by_pid.get(e.pid, e.id): held.get(e.id, []) for e in await list_endpoints(store, "executor")}
+    return {"executor_shards": {r: [s for s in shards if s not in bucket_names] for r, shards in replicas.items()},
+            "executor_buckets": {r: sum(s in bucket_names for s in shards) for r, shards in replicas.items()}}
 
 
 def cpu_ms_per_binding(report: dict[str, dict[str, float]], evicted: int) -> dict[str, float | None]:
