@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,6 +44,11 @@ class Controller:
         self.name = name
         self.queue = queue
         self._reconciler = reconciler
+        # A reconciler that acts on only some keys (this replica's share, flotilla.runtime.sharing)
+        # may say which with `admits(key)`: the others are not queued at all. It still checks
+        # at reconcile time, where the key's ownership is decided.
+        admits = getattr(reconciler, "admits", None)
+        self._admits: Callable[[str], bool] | None = admits if callable(admits) else None
         self._workers = workers
         self._log = logger or logging.getLogger(__name__)
         self._running = False
@@ -54,6 +60,8 @@ class Controller:
             queue.depth_observers.append(depth.set)
 
     def enqueue(self, key: str) -> None:
+        if self._admits is not None and not self._admits(key):
+            return
         self.queue.add(key)
 
     async def run(self) -> None:

@@ -70,8 +70,11 @@ class Owned:
         self.reconciler = reconciler
         self.owns = owns
 
+    def admits(self, key: str) -> bool:
+        return self.owns(key_bucket(key))
+
     async def reconcile(self, key: str) -> Result | None:
-        if not self.owns(key_bucket(key)):
+        if not self.admits(key):
             return None
         return await self.reconciler.reconcile(key)
 

@@ -102,6 +102,11 @@ class ExecutionReconciler:
         self.events = events
         self.writer = CachedStatusWriter(store, assume_into=works)
 
+    def admits(self, key: str) -> bool:
+        """Only the Works of this replica's clusters are queued (flotilla.runtime.controller)."""
+        cluster = work_cluster(key)
+        return cluster is not None and self.owns(cluster)
+
     @timed(metrics.WORK_SYNC_WORKLOAD_DURATION)
     async def reconcile(self, key: str) -> Result | None:
         work: work_pb2.Work | None = self.works.get(key)

@@ -160,6 +160,11 @@ class WorkStatusReconciler:
     def works_of_cluster(self, cluster: str) -> list[str]:
         return list(self.works.index_keys(WORK_NAMESPACE_INDEX, execution_namespace(cluster)))
 
+    def admits(self, key: str) -> bool:
+        """Only the Works of this replica's clusters are queued (flotilla.runtime.controller)."""
+        cluster_name = cluster_of_execution_namespace(split_key(key)[0])
+        return cluster_name is not None and self.owns(cluster_name)
+
     async def reconcile(self, key: str) -> Result | None:
         work = self.works.get(key)
         if work is None or work.metadata.HasField("deletion_timestamp"):

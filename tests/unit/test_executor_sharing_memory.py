@@ -11,7 +11,7 @@ from flotilla.aio.clock import RealClock
 from flotilla.api import keys, registry
 from flotilla.runtime.sharing import buckets, key_bucket
 from flotilla.store import MemoryStore
-from services.executor.controllers import ExecutorControllers
+from services.executor.controllers import ExecutionManager, ExecutorControllers
 from services.executor.detector import template_key
 from tests.background import in_background
 from tests.unit.test_executor_binding_flow_memory import POLICY_ID, seed
@@ -80,3 +80,15 @@ async def test_only_the_held_buckets_are_worked_on_and_a_bucket_taken_finds_all_
         await until(made_all, "every template got its binding once its bucket was taken")
         key = keys.object_key("default", keys.binding_name("web-0", "Deployment"))
         assert controllers.bindings["ResourceBinding"].get(key) is not None
+
+
+def test_the_execution_side_queues_only_the_works_of_its_clusters(store: MemoryStore) -> None:
+    async def connect(_: object) -> object:
+        raise AssertionError("nothing is applied here")
+
+    execution = ExecutionManager(store, RealClock(), connect, lambda _: True,  # type: ignore[arg-type]
+                                 owns=lambda cluster: cluster == "member1")
+    for controller in (execution.execution, execution.status):
+        for key in ("karmada-es-member1/web-1", "karmada-es-member2/web-2", "default/not-a-work"):
+            controller.enqueue(key)
+        assert len(controller.queue) == 1, controller.name

@@ -65,3 +65,11 @@ async def test_acquire_looks_at_every_key_of_the_bucket_and_release_waits_for_th
         await controller.stop()
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+def test_a_key_of_a_bucket_not_held_is_not_even_queued() -> None:
+    held = {buckets()[0]}
+    controller = Controller("c", Owned(Recorder(), lambda b: b in held), WorkQueue(FakeClock(), "c"))
+    for key in KEYS:
+        controller.enqueue(key)
+    assert len(controller.queue) == sum(bucket_of(k, BUCKETS) in held for k in KEYS) > 0
