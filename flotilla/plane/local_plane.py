@@ -72,14 +72,27 @@ class RunState:
             return None
 
 
-def _pid_alive(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """Whether the process still runs. One that has exited but is not reaped yet has stopped: a
+    plane started with --detach leaves its processes to init, which reaps them when it gets to
+    it (seconds later, in some sandboxes), and waiting for that made every `down` seconds slower."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:  # no /proc (not Linux), or gone meanwhile
+        return False
+    # The state follows the command name, which is in parentheses and may hold anything.
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def terminate(pids: list[int], timeout: float = 10.0) -> None:
@@ -88,10 +101,10 @@ def terminate(pids: list[int], timeout: float = 10.0) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for pid in pids:
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while running(pid) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.05)
-        if _pid_alive(pid):
+        if running(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _reap(pid)
@@ -135,7 +148,7 @@ class LocalControlPlane:
 
     def ensure_not_running(self) -> None:
         previous = RunState.load(self.data_dir)
-        if previous and any(_pid_alive(p) for p in [previous.etcd_pid, *previous.etcd_pids,
+        if previous and any(running(p) for p in [previous.etcd_pid, *previous.etcd_pids,
                                                     *previous.services.values()] if p):
             raise UpError(
                 f"already running from {self.data_dir} (run `flotilla down --data-dir {self.data_dir}` first)"

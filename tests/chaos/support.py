@@ -31,7 +31,7 @@ from flotilla.api.wellknown import EXECUTION_NAMESPACE_PREFIX
 from flotilla.cli.status import InstanceStatus, collect
 from flotilla.member import MemberClient, load_kubeconfig
 from flotilla.plane import simclient
-from flotilla.plane.local_plane import SERVICES, RunState
+from flotilla.plane.local_plane import SERVICES, RunState, running
 from flotilla.plane.profiles import PROFILES
 from flotilla.runtime.flags import duration
 from flotilla.store import Store, StoreError
@@ -86,14 +86,6 @@ class Launch:
         return int(shell.stdout.strip())
 
 
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 @dataclass
 class ChaosPlane:
     plane: Plane
@@ -116,7 +108,7 @@ class ChaosPlane:
         launch = Launch.of(pid)
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
-        while _exists(pid):
+        while running(pid):
             assert time.monotonic() < deadline, f"process {pid} still there 30s after SIGKILL"
             # Another process's exit (and init reaping it) gives this one no event to await: poll.
             await asyncio.sleep(0.02)

@@ -13,7 +13,7 @@ from pathlib import Path
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from flotilla.plane.local_plane import SERVICES
+from flotilla.plane.local_plane import SERVICES, running
 from flotilla.security.context import client_tls
 from flotilla.security.crypto import ENV_KEY_FILE
 from flotilla.security.tls import grpc_channel, process_env
@@ -111,15 +111,7 @@ def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
     assert not (data_dir / "context.json").exists() and not (config / "flotilla" / "current").exists()
     gone = run_cli(str(BIN / "flotillactl"), "get", "clusters", env=env)
     assert gone.returncode == 1 and "run `flotilla up`" in gone.stderr
-    assert not [pid for pid in pids if _alive(pid)], "down stops every process up started"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    assert not [pid for pid in pids if running(pid)], "down stops every process up started"
 
 
 def test_status_names_the_unreachable_etcd() -> None:
