@@ -25,7 +25,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q --durations=25 -n 2 --dist loadfile
+	# Three workers on two cores: much of an end-to-end test is waiting on a plane's timers and
+	# processes, which a third worker fills (a test file each at a time; every test already awaits
+	# its conditions with deadlines made for a loaded machine).
+	$(BIN)/pytest -q --durations=25 -n 3 --dist loadfile
 
 # The property tests of admission with many more examples than `make test` runs (minutes, not seconds).
 fuzz: $(STAMP)
