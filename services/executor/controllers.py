@@ -40,6 +40,7 @@ from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.sharing import (
+    BUCKET_INDEX,
     Owned,
     ShardedControllers,
     binding_keys_in_bucket,
@@ -244,7 +245,8 @@ class ExecutorControllers:
             ShardedControllers([self.detector], self._template_keys),
             ShardedControllers([self.policy_finalizers], lambda b: [
                 *keys_in_bucket(self.policies, b, policy_key), *keys_in_bucket(self.cluster_policies, b, policy_key)]),
-            ShardedControllers([self.rebalancer], lambda b: keys_in_bucket(self.rebalancers, b, object_key_of)),
+            # A rebalancer's key is its cache key: nothing to decode.
+            ShardedControllers([self.rebalancer], lambda b: self.rebalancers.index_keys(BUCKET_INDEX, b)),
         ]
 
     def _template_keys(self, bucket: str) -> set[str]:

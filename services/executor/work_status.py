@@ -32,7 +32,7 @@ from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
 from services.executor.applied import AppliedGenerations, member_key
 from services.executor.cached_write import CachedStatusWriter
-from services.executor.execution import APPLIED, manifests
+from services.executor.execution import APPLIED, manifests, work_cluster
 from services.executor.ownership import owned
 from services.executor.routing import WORK_NAMESPACE_INDEX
 
@@ -162,7 +162,7 @@ class WorkStatusReconciler:
 
     def admits(self, key: str) -> bool:
         """Only the Works of this replica's clusters are queued (flotilla.runtime.controller)."""
-        cluster_name = cluster_of_execution_namespace(split_key(key)[0])
+        cluster_name = work_cluster(key)
         return cluster_name is not None and self.owns(cluster_name)
 
     async def reconcile(self, key: str) -> Result | None:
