@@ -1,6 +1,7 @@
 """`python -m services.scheduler`: places bindings on clusters (docs/karmada-rules.md §8).
 
-The leader runs the scheduling loop; every replica serves Explain and WhatIf.
+The replicas divide the bindings by bucket (flotilla.runtime.sharing) and each places its own; every
+replica serves Explain and WhatIf. No leader is elected: nothing the scheduler does is single.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
 from flotilla.api.wellknown import DEFAULT_SCHEDULER
 from flotilla.runtime.flags import duration, feature_gates, options_from
 from flotilla.runtime.service import ServiceContext, ServiceSpec, main
+from flotilla.runtime.sharing import buckets
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.plugin_api import PluginError
@@ -56,8 +58,8 @@ def scheduler_options(args: argparse.Namespace) -> SchedulerOptions:
 
 
 class SchedulerService:
-    """What the Explain/WhatIf servicer (every replica) and the leader's loop share: the plugins
-    built from --plugins, and, while this replica leads, the loop whose reservations WhatIf reads."""
+    """What the Explain/WhatIf servicer and the scheduling loop of one replica share: the plugins
+    built from --plugins, and the loop whose reservations WhatIf reads."""
 
     def __init__(self) -> None:
         self.framework: Framework | None = None
@@ -78,11 +80,25 @@ class SchedulerService:
         loop = self.loop
         return loop.ledger if loop is not None else NoReservations()
 
-    async def lead(self, ctx: ServiceContext) -> None:
+    async def share(self, ctx: ServiceContext) -> None:
+        """Every replica's work: the bindings of its buckets placed, the buckets divided among the
+        replicas and handed over within a lease period (ServiceContext.shard_coordinator)."""
         if self.framework is None:
-            raise RuntimeError("scheduler: lead before add_servicers")
+            raise RuntimeError("scheduler: share before add_servicers")
+        manager = ctx.manager()
+        coordinator = ctx.shard_coordinator(buckets, lambda b: acquire(b), lambda b: release(b))
         loop = SchedulerLoop(ctx.store, ctx.clock, self.framework, scheduler_options(ctx.args),
-                             ctx.events, ctx.tracer, manager=ctx.manager())
+                             ctx.events, ctx.tracer, manager=manager, owns=coordinator.owns)
+
+        async def acquire(bucket: str) -> None:
+            for part in loop.sharded:
+                await part.acquire(bucket)
+
+        async def release(bucket: str) -> None:
+            for part in loop.sharded:
+                await part.release(bucket)
+
+        manager.add_runnable("shards", coordinator.run)
         self.loop = loop
         try:
             await loop.run()
@@ -96,7 +112,7 @@ SPEC = ServiceSpec(
     description="Flotilla scheduler: places ResourceBindings on member clusters",
     add_arguments=add_arguments,
     add_servicers=SERVICE.add_servicers,
-    lead=SERVICE.lead,
+    share=SERVICE.share,
     access=servicer.ACCESS,
 )
 

@@ -20,6 +20,7 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager, ToKeys
+from flotilla.runtime.sharing import BUCKET_INDEX, Owned, ShardedControllers, index_buckets, key_bucket
 from flotilla.scheduler import metrics
 from flotilla.scheduler.capacity import CapacityLedger
 from flotilla.scheduler.framework import Framework
@@ -28,7 +29,13 @@ from flotilla.store.base import object_key_of
 from flotilla.store.events import EventQueue
 from flotilla.store.informer import Informer
 from services.scheduler.cluster_snapshots import ClusterView
-from services.scheduler.reconciler import BindingScheduler, SchedulerOptions, ledger_key
+from services.scheduler.reconciler import (
+    BindingScheduler,
+    SchedulerOptions,
+    held_request,
+    ledger_key,
+    placed_before,
+)
 from services.scheduler.routing import (
     binding_keys,
     bindings_affected_by_cluster,
@@ -36,6 +43,7 @@ from services.scheduler.routing import (
     cluster_change_matters,
     cluster_status_matters,
     deleted,
+    placement_changed,
 )
 
 log = logging.getLogger(__name__)
@@ -53,12 +61,18 @@ def schedule_priority(bindings: Informer[Binding]) -> Callable[[str], int]:
 
 
 class SchedulerLoop:
-    """What the leader runs: informers over Clusters and both binding kinds, one controller per
-    kind, and the wiring that turns their changes into work."""
+    """What every replica runs: informers over Clusters and both binding kinds, one controller per
+    kind, and the wiring that turns their changes into work.
+
+    `owns` (a bucket -> whether this replica holds it, flotilla.runtime.sharing): the replicas
+    divide the bindings by bucket, and each places only its own; `sharded` takes and gives up a
+    bucket's bindings. Every replica's decisions fill the same clusters, so each replica also holds
+    the replicas that the others just placed in its ledger, from the bindings' changes it reads
+    anyway. None: this loop places every binding."""
 
     def __init__(self, store: ObjectStore, clock: Clock, framework: Framework, options: SchedulerOptions,
                  events: EventQueue | None = None, tracer: trace.Tracer | None = None,
-                 manager: Manager | None = None) -> None:
+                 manager: Manager | None = None, owns: Callable[[str], bool] | None = None) -> None:
         self.manager = manager = manager or Manager(store, clock)
         self.ledger = CapacityLedger(clock, options.reservation_ttl)
         self.cluster_informer = clusters = manager.informer(registry.CLUSTER)
@@ -66,7 +80,11 @@ class SchedulerLoop:
         self.informers: dict[str, Informer[Binding]] = {}
         self.controllers: dict[str, Controller] = {}
         self.reconcilers: dict[str, BindingScheduler] = {}
+        self.sharded: list[ShardedControllers] = []
         manager.on_event(clusters, lambda _: self.view.changed())
+
+        def mine(key: str) -> bool:
+            return owns is None or owns(key_bucket(key))
 
         def cluster_matters(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
             # The initial list finds every binding unscheduled or settled anyway.
@@ -77,17 +95,24 @@ class SchedulerLoop:
             informer = manager.informer(kind)
             reconciler = BindingScheduler(store, clock, kind, informer, self.view, framework, self.ledger, options,
                                           events, tracer)
-            controller = manager.controller(f"scheduler-{kind.plural}", reconciler, workers=options.workers,
-                                            logger=log, priority=schedule_priority(informer))
+            controller = manager.controller(
+                f"scheduler-{kind.plural}", reconciler if owns is None else Owned(reconciler, owns),
+                workers=options.workers, logger=log, priority=schedule_priority(informer))
             manager.on_event(informer, self._forget_reservations(kind), predicate=deleted)
             manager.watch(informer, binding_keys, controller, predicate=self._needs_look(reconciler))
+            if owns is not None:
+                manager.on_event(informer, self._hold_others_decisions(kind, mine),
+                                 predicate=placement_changed)
+                index_buckets(informer, object_key_of)
+                self.sharded.append(ShardedControllers([controller], self._keys_in_bucket(informer)))
             affected = bindings_affected_by_cluster(informer)
 
             def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[cluster_pb2.Cluster] = affected,
                       reconciler: BindingScheduler = reconciler) -> None:
                 for key in affected(event):
-                    reconciler.force(key)
-                    metrics.incoming(metrics.CLUSTER_CHANGED)
+                    if mine(key):
+                        reconciler.force(key)
+                        metrics.incoming(metrics.CLUSTER_CHANGED)
 
             manager.on_event(clusters, force, predicate=cluster_matters)
             manager.watch(clusters, affected, controller, predicate=cluster_matters)
@@ -99,6 +124,24 @@ class SchedulerLoop:
 
     def _forget_reservations(self, kind: ResourceType[Binding]) -> Callable[[WatchEvent[Binding]], None]:
         return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))
+
+    @staticmethod
+    def _keys_in_bucket(informer: Informer[Binding]) -> Callable[[str], frozenset[str]]:
+        return lambda bucket: informer.index_keys(BUCKET_INDEX, bucket)
+
+    def _hold_others_decisions(self, kind: ResourceType[Binding],
+                               mine: Callable[[str], bool]) -> Callable[[WatchEvent[Binding]], None]:
+        """Hold the replicas another replica's decision placed, as its own ledger does, once the
+        decision is read: until then (a watch's delivery) two replicas may count the same free
+        room. This replica's own decisions were held when made."""
+        def hold(event: WatchEvent[Binding]) -> None:
+            key = object_key_of(event.obj)
+            if event.old is None or mine(key):
+                return
+            self.ledger.record(ledger_key(kind.kind, key), placed_before(event.old),
+                               {t.name: t.replicas for t in event.obj.spec.clusters}, held_request(event.obj))
+
+        return hold
 
     @staticmethod
     def _needs_look(reconciler: BindingScheduler) -> Callable[[WatchEvent[Binding]], bool]:

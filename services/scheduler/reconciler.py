@@ -37,7 +37,7 @@ from flotilla.runtime.controller import Result
 from flotilla.runtime.flags import flag
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
-from flotilla.scheduler.capacity import CapacityLedger, replica_request
+from flotilla.scheduler.capacity import CapacityLedger, Request, replica_request
 from flotilla.scheduler.framework import Framework, Unfit
 from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
 from flotilla.scheduler.observed import observe
@@ -78,6 +78,18 @@ class SchedulerOptions:
 
 def ledger_key(kind: str, key: str) -> str:
     return f"{kind}/{key}"
+
+
+def placed_before(binding: Binding) -> dict[str, int]:
+    """Where a decision about `binding` (the version it was made on) finds its replicas already:
+    its targets, and a cluster taking back the only copy it still runs, which gains no new
+    replicas to hold."""
+    return returning_clusters(binding.spec, binding.status) | {t.name: t.replicas for t in binding.spec.clusters}
+
+
+def held_request(binding: Binding) -> Request | None:
+    """What each replica a decision places is held at in the ledger; None for what is no workload."""
+    return replica_request(binding.spec) if is_workload(binding.spec) else None
 
 
 # How soon a binding whose result lost a compare-and-swap is looked at again.
@@ -162,13 +174,11 @@ class BindingScheduler:
         decision = core.schedule(binding, snapshot, self.framework, self.options.empty_workload_propagation,
                                  self.options.multiple_pod_templates)
         identity = ledger_key(self.kind.kind, key)
-        # A cluster taking back the only copy it still runs gains no new replicas to hold.
-        before = returning_clusters(binding.spec, binding.status) | {t.name: t.replicas for t in binding.spec.clusters}
         previous_holds = None
         if decision.ok and decision.clusters is not None:
             # Held before the write is awaited, so decisions made meanwhile see it.
-            request = replica_request(binding.spec) if is_workload(binding.spec) else None
-            previous_holds = self.ledger.record(identity, before, dict(decision.clusters), request)
+            previous_holds = self.ledger.record(identity, placed_before(binding), dict(decision.clusters),
+                                                held_request(binding))
         span = self._failover_span(binding, trigger)
         try:
             current = await self._write_result(binding, decision, span, trigger)

@@ -118,5 +118,12 @@ def binding_keys(event: WatchEvent[Binding]) -> list[str]:
 
 
 
+def placement_changed(event: WatchEvent[Binding]) -> bool:
+    """A binding's targets changed (a decision written, or a cluster evicted from it)."""
+    old = event.old
+    return (event.type is EventType.MODIFIED and old is not None
+            and list(old.spec.clusters) != list(event.obj.spec.clusters))
+
+
 def deleted(event: WatchEvent[M]) -> bool:
     return event.type is EventType.DELETED

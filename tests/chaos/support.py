@@ -43,9 +43,9 @@ from tests.chaos.workload import NAMESPACE, Workload
 from tests.e2e.failover_support import History, Plane, placed, settled
 from tests.e2e.planes import flotilla_up
 
-# Services with a leader (the webhook answers on every replica; the executor's replicas divide
-# all of its work, flotilla.store.shards).
-LEADING = [s for s in SERVICES if s not in ("webhook", "executor")]
+# Services with a leader (the webhook answers on every replica; the executor's and the scheduler's
+# replicas divide all of their work, flotilla.store.shards).
+LEADING = [s for s in SERVICES if s not in ("webhook", "executor", "scheduler")]
 LEASE = duration(PROFILES["demo"]["FLOTILLA_LEADER_ELECT_LEASE_DURATION"])
 FAILURE_THRESHOLD = duration(PROFILES["demo"]["FLOTILLA_CLUSTER_FAILURE_THRESHOLD"])
 # A failover of a few hundred bindings in the demo profile takes ~20 s on an idle machine; the

@@ -1,6 +1,7 @@
 """Faults a plane survives (issue 15), on one plane of `flotilla up --replicas 2 --etcd-members 3
 --sim-clusters 3 --profile demo`: every leader, and the etcd leader, killed during a failover (the
-executor, which has no leader, loses the replica holding the survivor's share in another); a
+executor and the scheduler, which have no leader, lose the replicas holding the failover's
+shares in another); a
 flapping member; a slow member. The short versions run in `make test`; `make chaos` runs the long
 ones (`-m long`: 200 bindings, a long flapping spell followed by a sustained outage).
 
@@ -26,8 +27,10 @@ from flotilla.api import registry
 from flotilla.api.v1 import cluster_pb2, status_pb2, work_pb2
 from flotilla.api.v1.status_pb2_grpc import ClusterHealthStub
 from flotilla.member import MemberClient, load_kubeconfig
+from flotilla.runtime.sharing import key_bucket
 from flotilla.security.context import client_tls
 from flotilla.security.tls import grpc_channel
+from flotilla.store.endpoints import Endpoint
 from tests.chaos.support import (
     FAILURE_THRESHOLD,
     LEADING,
@@ -210,30 +213,41 @@ async def probe_gaps(chaos: ChaosPlane, cluster: str) -> list[float]:
 
 
 @pytest.mark.timeout(600)
-async def test_the_executor_replica_applying_the_survivors_works_is_killed_as_the_failover_starts(
+async def test_the_executor_and_scheduler_replicas_doing_the_failover_are_killed_as_it_starts(
         chaos: ChaosPlane, tmp_path: Path) -> None:
     """The executor's replicas divide the member clusters and the buckets of templates and
-    bindings (issue 38). The one holding the cluster the workload fails over to (and its buckets:
-    about half the bindings whose Works it writes) is killed as the failover starts: the other
-    takes its share over within the lease, writes and applies the new Works. Nothing is lost and
-    nothing done twice: each binding moves once, each Deployment ends in the survivor alone, once,
-    with one Work."""
+    bindings, the scheduler's the buckets of bindings (issue 38). The executor replica holding the
+    cluster the workload fails over to (and its buckets: about half the bindings whose Works it
+    writes) and the scheduler replica holding a bucket of the workload's bindings are killed as
+    the failover starts: the others take their shares over within the lease, place the bindings,
+    write and apply the new Works. Nothing is lost and nothing done twice: each binding moves
+    once, each Deployment ends in the survivor alone, once, with one Work."""
     workload = Workload("shared", 10)
     async with (watch_history(chaos.plane, registry.RESOURCE_BINDING) as rbs,
                 watch_history(chaos.plane, registry.CLUSTER) as clusters,
                 applied(chaos, workload, tmp_path, rbs) as before):
         failed = max(before, key=lambda c: len(before[c]))
         survivor = other(failed)
-        deadline = time.monotonic() + TAKEOVER_WITHIN
-        while (holder := await chaos.shard_holder("executor", survivor)) is None:
-            assert time.monotonic() < deadline, f"no executor replica holds {survivor}"
-            await asyncio.sleep(0.2)  # claims live in etcd, in another process: poll them
+        shards = {"executor": survivor, "scheduler": key_bucket(workload.keys[0])}
+        holders = {service: await holding(chaos, service, shard) for service, shard in shards.items()}
         await chaos.fault(failed, "down")
         killed_at = time.monotonic()
-        launch = await chaos.kill(holder.pid)
-        while (taker := await chaos.shard_holder("executor", survivor)) is None or taker.id == holder.id:
-            assert time.monotonic() - killed_at < TAKEOVER_WITHIN, f"{survivor} not taken over"
-            await asyncio.sleep(0.2)
-        print(f"{survivor} taken over by {taker.id} {time.monotonic() - killed_at:.1f}s after {holder.id} was killed")
-        chaos.restart(holder.pid, launch)
+        launches = [(holder.pid, await chaos.kill(holder.pid)) for holder in holders.values()]
+        for service, shard in shards.items():
+            while (taker := await chaos.shard_holder(service, shard)) is None or taker.id == holders[service].id:
+                assert time.monotonic() - killed_at < TAKEOVER_WITHIN, f"{service}'s {shard} not taken over"
+                await asyncio.sleep(0.2)
+            print(f"{service}'s {shard} taken over by {taker.id} {time.monotonic() - killed_at:.1f}s after "
+                  f"{holders[service].id} was killed")
+        for pid, launch in launches:
+            chaos.restart(pid, launch)
         await assert_failed_over_once(chaos, rbs, clusters, workload, before, failed, survivor)
+
+
+async def holding(chaos: ChaosPlane, service: str, shard: str) -> Endpoint:
+    """The instance of `service` holding `shard`, once one does."""
+    deadline = time.monotonic() + TAKEOVER_WITHIN
+    while (holder := await chaos.shard_holder(service, shard)) is None:
+        assert time.monotonic() < deadline, f"no {service} replica holds {shard}"
+        await asyncio.sleep(0.2)  # claims live in etcd, in another process: poll them
+    return holder

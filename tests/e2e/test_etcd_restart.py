@@ -1,6 +1,6 @@
 """An etcd restart (issue 17, part 1), end to end: a plane on an etcd of the test's own, stopped
-until every leader-elected service has given up leadership, and every executor replica its
-share of the work, and says so (NOT_SERVING, with a reason), then started again. Every service
+until every leader-elected service has given up leadership, and every executor and scheduler
+replica its share of the work, and says so (NOT_SERVING, with a reason), then started again. Every service
 leads again within its lease plus a few seconds, and failovers work: one started after the
 restart, and one that etcd's restart interrupts.
 """
@@ -59,11 +59,12 @@ async def restart_etcd(plane: Plane, etcd: EmbeddedEtcd) -> float:
     Returns the seconds from etcd's return to every one of them leading and SERVING again."""
     before = await leader_elected(plane)
     leaders = {s.endpoint.service: s.endpoint.address for s in before if s.leader}
-    assert {"scheduler", "taint_manager", "status", "eviction"} <= set(leaders), leaders
-    # The executor elects no leader: each replica does its share of the work, and without etcd
-    # holds none, and says so.
-    sharing = {s.endpoint.service: s.endpoint.address for s in before if s.endpoint.service == "executor"}
-    assert sharing, before
+    assert {"taint_manager", "status", "eviction"} <= set(leaders), leaders
+    # The executor and the scheduler elect no leader: each replica does its share of the work, and
+    # without etcd holds none, and says so.
+    sharing = {s.endpoint.service: s.endpoint.address for s in before
+               if s.endpoint.service in ("executor", "scheduler")}
+    assert set(sharing) == {"executor", "scheduler"}, before
     why = {**{name: "leadership" for name in leaders}, **{name: "holds no shards" for name in sharing}}
     await asyncio.to_thread(etcd.stop)
     deadline = time.monotonic() + LEASE + 20

@@ -87,10 +87,10 @@ def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
         assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "SHARDS", "ADDRESS",
                                   "METRICS"]
         # The executor's one replica holds both Push clusters and every bucket of keys, the eviction
-        # service's every bucket of bindings; no other service shares its work.
+        # service's and the scheduler's every bucket of bindings; no other service shares its work.
         shards = {r.split()[0]: r.split()[5] for r in rows}
-        assert (shards["executor"], shards["eviction"]) == ("34", "32"), rows
-        assert all(n == "-" for s, n in shards.items() if s not in ("executor", "eviction")), rows
+        assert (shards["executor"], shards["eviction"], shards["scheduler"]) == ("34", "32", "32"), rows
+        assert all(n == "-" for s, n in shards.items() if s not in ("executor", "eviction", "scheduler")), rows
         # Every service shows where Prometheus scrapes it: the gRPC address's host, its metrics port.
         assert all(r.split()[-1].rsplit(":", 1)[0] == r.split()[-2].rsplit(":", 1)[0]
                    for r in rows if r.split()[0] in SERVICES), rows

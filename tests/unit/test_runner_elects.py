@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from flotilla.runtime.service import Runner, build_parser
-from services.scheduler.__main__ import SPEC as SCHEDULER
+from services.taint_manager.__main__ import SPEC as TAINT_MANAGER
 from services.webhook.__main__ import SPEC as WEBHOOK
 
 
-@pytest.mark.parametrize(("spec", "elects"), [(WEBHOOK, False), (SCHEDULER, True)], ids=["webhook", "scheduler"])
+@pytest.mark.parametrize(("spec", "elects"), [(WEBHOOK, False), (TAINT_MANAGER, True)],
+                         ids=["webhook", "taint_manager"])
 def test_leader_election_is_the_services_to_have(spec: object, elects: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLOTILLA_LEADER_ELECT", "true")
     args = build_parser(spec).parse_args(["--etcd-endpoints", "http://127.0.0.1:1"])  # type: ignore[arg-type]
