@@ -586,12 +586,21 @@ async def profiled(pids: dict[str, int]) -> AsyncIterator[None]:
 
 
 async def executor_shards(store: Store, pids: dict[str, int]) -> dict[str, dict[str, Any]]:
-    held = await held_shards(store, "executor") or {}
+    """Which members each executor replica applies Works to, and how many buckets of keys each
+    replica of the executor and of the services that divide bindings by bucket holds."""
     by_pid = {pid: name for name, pid in pids.items()}
     bucket_names = set(buckets())
-    replicas = {by_pid.get(e.pid, e.id): held.get(e.id, []) for e in await list_endpoints(store, "executor")}
-    return {"executor_shards": {r: [s for s in shards if s not in bucket_names] for r, shards in replicas.items()},
-            "executor_buckets": {r: sum(s in bucket_names for s in shards) for r, shards in replicas.items()}}
+    held: dict[str, dict[str, list[str]]] = {}
+    for service in ("executor", "scheduler", "eviction"):
+        shards = await held_shards(store, service) or {}
+        held[service] = {by_pid.get(e.pid, e.id): shards.get(e.id, []) for e in await list_endpoints(store, service)}
+
+    def count_buckets(replicas: dict[str, list[str]]) -> dict[str, int]:
+        return {r: sum(s in bucket_names for s in shards) for r, shards in replicas.items()}
+
+    return {"executor_shards": {r: [s for s in shards if s not in bucket_names]
+                                for r, shards in held["executor"].items()},
+            **{f"{service}_buckets": count_buckets(replicas) for service, replicas in held.items()}}
 
 
 def cpu_ms_per_binding(report: dict[str, dict[str, float]], evicted: int) -> dict[str, float | None]:
