@@ -96,12 +96,12 @@ def index_works(informer: Informer[work_pb2.Work]) -> None:
 def works_of(informer: Informer[work_pb2.Work], key: str, binding: Binding | None) -> list[work_pb2.Work]:
     """Works labelled with the binding's permanent id, or pointing at its key (an earlier
     binding of the same name leaves those behind)."""
-    found = {f"{w.metadata.namespace}/{w.metadata.name}": w for w in informer.by_index(BINDING_REF_INDEX, key)}
+    found = set(informer.index_keys(BINDING_REF_INDEX, key))
     binding_id = works.binding_id(binding) if binding is not None else ""
     if binding_id:
-        found.update((f"{w.metadata.namespace}/{w.metadata.name}", w)
-                     for w in informer.by_index(BINDING_ID_INDEX, binding_id))
-    return [found[k] for k in sorted(found)]
+        # Mostly the same Works as by the key: each is decoded once.
+        found.update(informer.index_keys(BINDING_ID_INDEX, binding_id))
+    return [work for work in map(informer.get, sorted(found)) if work is not None]
 
 
 @dataclass
