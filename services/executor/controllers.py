@@ -344,7 +344,7 @@ class ExecutionManager:
         self.work_status = WorkStatusReconciler(store, clock, self.works, self.clusters, self.watches,
                                                 self.interpreter, events, applied, self.reflector, owns=owned)
         self.status = manager.controller("work-status", self.work_status, workers=workers)
-        manager.watch(self.works, routing.work, self.execution, predicate=routing.work_apply_state_changed)
+        manager.watch(self.works, routing.work, self.execution, predicate=routing.work_apply_due)
         manager.watch(self.clusters, routing.works_of_cluster(self.works), self.execution,
                       predicate=routing.readiness_changed)
         manager.watch(self.works, routing.work, self.status, predicate=routing.work_apply_state_changed)

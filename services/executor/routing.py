@@ -354,6 +354,22 @@ def work_apply_state_changed(event: WatchEvent[work_pb2.Work]) -> bool:
             or _applied(old) != _applied(new))
 
 
+def work_apply_due(event: WatchEvent[work_pb2.Work]) -> bool:
+    """What the execution controller acts on: a change of the Work's apply state
+    (`work_apply_state_changed`) that leaves something to do. Not the Applied condition that
+    says the Work's generation is applied: the execution controller writes that itself after each
+    apply, and it woke the controller again for nothing."""
+    if not work_apply_state_changed(event):
+        return False
+    new = event.obj
+    if event.type is not EventType.MODIFIED or lifecycle(event):
+        return True
+    old = _old(event)
+    return (old.metadata.generation != new.metadata.generation
+            or list(old.metadata.finalizers) != list(new.metadata.finalizers)
+            or _applied(new) != ("True", new.metadata.generation))
+
+
 def work(event: WatchEvent[work_pb2.Work]) -> list[str]:
     return [object_key(event.obj)]
 

@@ -159,6 +159,14 @@ def edited(w: work_pb2.Work, edit: Any) -> work_pb2.Work:
 BASE = applied(work("w1"), "True", 1)
 
 
+def generation(w: work_pb2.Work, number: int) -> work_pb2.Work:
+    w.metadata.generation = number
+    return w
+
+
+APPLIED_1 = applied(generation(work("w1"), 1), "True", 1)
+
+
 @pytest.mark.parametrize(("event", "acted_on"), [
     (WatchEvent(ADDED, work("w1")), True),
     (WatchEvent(DELETED, work("w1")), False),
@@ -175,6 +183,25 @@ BASE = applied(work("w1"), "True", 1)
 def test_the_execution_side_acts_on_a_works_apply_state_not_its_manifest_statuses(
         event: WatchEvent[Any], acted_on: bool) -> None:
     assert routing.work_apply_state_changed(event) is acted_on
+
+
+@pytest.mark.parametrize(("event", "due"), [
+    (WatchEvent(ADDED, work("w1")), True),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: setattr(w.metadata, "generation", 2)), BASE), True),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: w.metadata.deletion_timestamp.GetCurrentTime()), BASE), True),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: w.metadata.finalizers.append("f")), BASE), True),
+    # The work-status controller found a manifest missing: applied again.
+    (WatchEvent(MODIFIED, applied(edited(BASE, lambda _: None), "False", 1), BASE), True),
+    # The execution controller's own report of the apply: nothing left to do.
+    (WatchEvent(MODIFIED, APPLIED_1, applied(generation(work("w1"), 1), "True", 0)), False),
+    (WatchEvent(MODIFIED, APPLIED_1, generation(work("w1"), 1)), False),
+    # Applied, but not at the Work's generation.
+    (WatchEvent(MODIFIED, BASE, work("w1")), True),
+    (WatchEvent(MODIFIED, edited(BASE, lambda w: w.status.manifest_statuses.add(health="Healthy")), BASE), False),
+])
+def test_the_execution_controller_is_not_woken_by_its_own_report_of_an_apply(
+        event: WatchEvent[Any], due: bool) -> None:
+    assert routing.work_apply_due(event) is due
 
 
 def test_a_status_write_is_told_apart_without_parsing_the_template(monkeypatch: pytest.MonkeyPatch) -> None:
