@@ -55,6 +55,8 @@ class Controller:
         self._finished = asyncio.Event()
         # An eviction queue also reports Karmada's eviction_* metrics, labelled with its name.
         self.eviction = eviction
+        self._eviction_latency = metrics.Children(metrics.EVICTION_PROCESSING_LATENCY)
+        self._eviction_results = metrics.Children(metrics.EVICTION_PROCESSING_TOTAL)
         if eviction:
             depth = metrics.EVICTION_QUEUE_DEPTH.labels(name)
             queue.depth_observers.append(depth.set)
@@ -126,5 +128,5 @@ class Controller:
             return
         added = self.queue.enqueued_at(key)
         if added is not None:
-            metrics.EVICTION_PROCESSING_LATENCY.labels(self.name).observe(time.perf_counter() - added)
-        metrics.EVICTION_PROCESSING_TOTAL.labels(self.name, metrics.result_of(err)).inc()
+            self._eviction_latency(self.name).observe(time.perf_counter() - added)
+        self._eviction_results(self.name, metrics.result_of(err)).inc()

@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 from flotilla.api.v1 import work_pb2
 
@@ -26,6 +27,7 @@ __all__ = [
     "WORKQUEUE_QUEUE_DURATION",
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_WORK_DURATION",
+    "Children",
     "count_eviction",
     "exponential_buckets",
     "resource_kind",
@@ -35,8 +37,25 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+W = TypeVar("W", bound=MetricWrapperBase)
 
 SUCCESS, ERROR = "success", "error"
+
+
+class Children(Generic[W]):
+    """A labelled metric's children, each looked up once: `labels()` takes a lock and checks its
+    arguments at every call, and these are called per event. A child is made at its first use,
+    as `labels()` makes it (a series appears once it has something to say)."""
+
+    def __init__(self, metric: W) -> None:
+        self.metric = metric
+        self._children: dict[tuple[str, ...], W] = {}
+
+    def __call__(self, *values: str) -> W:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -55,7 +74,7 @@ def resource_kind(api_version: str, kind: str) -> str:
 
 def count_eviction(cluster: str, resource: work_pb2.ObjectReference) -> None:
     """One workload evicted from `cluster` (eviction_kind_total)."""
-    EVICTION_KIND_TOTAL.labels(cluster, resource_kind(resource.api_version, resource.kind)).inc()
+    _EVICTION_KINDS(cluster, resource_kind(resource.api_version, resource.kind)).inc()
 
 
 # The work queues, as client-go's workqueue metrics provider names them.
@@ -89,6 +108,8 @@ EVICTION_PROCESSING_TOTAL = Counter(
 def timed(histogram: Histogram) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Observe an async function's duration in `histogram`, labelled `result` (success|error)."""
 
+    by_result = Children(histogram)
+
     def wrap(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         @functools.wraps(fn)
         async def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -100,8 +121,11 @@ def timed(histogram: Histogram) -> Callable[[Callable[P, Coroutine[Any, Any, R]]
                 err = e
                 raise
             finally:
-                histogram.labels(result=result_of(err)).observe(time.perf_counter() - started)
+                by_result(result_of(err)).observe(time.perf_counter() - started)
 
         return run
 
     return wrap
+
+
+_EVICTION_KINDS = Children(EVICTION_KIND_TOTAL)
