@@ -13,12 +13,13 @@ conflict, or take it over under Overwrite).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from flotilla.aio.clock import Clock
-from flotilla.api import codec, registry
+from flotilla.api import codec, jsonbytes, registry
 from flotilla.api.conditions import FALSE, get_condition, set_condition
 from flotilla.api.keys import cluster_of_execution_namespace, execution_namespace, split_key
 from flotilla.api.registry import split_api_version
@@ -58,8 +59,17 @@ def member_objects_of(work: work_pb2.Work) -> list[str]:
     cluster = cluster_of_execution_namespace(work.metadata.namespace)
     if cluster is None:
         return []
-    return [member_object(cluster, m["apiVersion"], m["kind"], (m.get("metadata") or {}).get("namespace", ""),
-                          (m.get("metadata") or {}).get("name", "")) for m in manifests(work)]
+    return [member_object(cluster, *_address(raw)) for raw in work.spec.workload.manifests]
+
+
+@functools.lru_cache(maxsize=1024)
+def _address(raw: bytes) -> tuple[str, str, str, str]:
+    """A manifest's apiVersion, kind, namespace and name. The index asks for them at every change
+    of its Work (twice: the version before and after), mostly a status written: the manifests are
+    parsed once while their Work changes."""
+    manifest = jsonbytes.loads(raw)
+    meta = manifest.get("metadata") or {}
+    return manifest["apiVersion"], manifest["kind"], meta.get("namespace", ""), meta.get("name", "")
 
 
 # What a Work records of one member object's status: far above a Deployment's or a Job's, and a
