@@ -33,6 +33,7 @@ from flotilla.store import MemoryStore, Store
 from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
 from flotilla.store.leader import ELECTION_PREFIX
+from flotilla.store.shards import SHARDS_PREFIX
 from tests.cli_runner import flotillactl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,8 +84,9 @@ def private_etcd(tmp_path: Path, security: Security) -> Iterator[EmbeddedEtcd]:
 
 
 async def wipe_objects(store: Store) -> None:
-    """Delete every object, keeping the registrations of services a fixture started."""
-    keep = (ENDPOINTS_PREFIX.encode(), ELECTION_PREFIX.encode())
+    """Delete every object, keeping the registrations of services a fixture started (their
+    endpoints, elections and shards)."""
+    keep = (ENDPOINTS_PREFIX.encode(), ELECTION_PREFIX.encode(), SHARDS_PREFIX.encode())
     for kv in await store.client.get_prefix(b"/flotilla/"):
         if not kv.key.startswith(keep):
             await store.client.delete(kv.key)

@@ -122,7 +122,10 @@ class ShardLease:
             except STORE_ERRORS as e:
                 log.warning("event=shard-lease-refresh-failed lease=%x error=%s", lease, e)
                 continue
-            if remaining <= 0:
+            if remaining <= 0 or self.clock.monotonic() >= self._valid_until:
+                # Expired; or its validity ran out while the refresh was out, and for that moment
+                # this replica did not act on (nor queue) the keys of its shards: the term ends,
+                # and the next one takes every shard afresh and looks at each of their keys.
                 break
             self._valid_until = sent + self.ttl - self._margin
         log.warning("event=shard-lease-lost lease=%x", lease)
@@ -243,6 +246,14 @@ class ShardCoordinator:
     async def _rebalance(self) -> None:
         members_kv, _ = await self._bounded(self.store.kv_range(members_prefix(self.service)))
         members = sorted(kv.key.removeprefix(members_prefix(self.service)) for kv in members_kv)
+        if self.identity not in members:
+            # Our member key is gone though the lease lives (deleted by hand, a restore): join
+            # again, or no replica would count this one and its share would be nobody's.
+            if await self._put_own(self._member_key(), None) is None:
+                raise StoreError(f"{self._member_key()} is held by another replica with this identity")
+            log.warning("event=shards-rejoined service=%s identity=%s reason=member-key-gone",
+                        self.service, self.identity)
+            members = sorted([*members, self.identity])
         claims_kv, _ = await self._bounded(self.store.kv_range(claims_prefix(self.service)))
         claims = {kv.key.removeprefix(claims_prefix(self.service)): kv for kv in claims_kv}
         shards = sorted(set(self._shards()))

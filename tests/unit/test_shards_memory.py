@@ -12,7 +12,7 @@ import pytest
 
 from flotilla.aio.clock import FakeClock
 from flotilla.store.memory import MemoryStore
-from flotilla.store.shards import ShardCoordinator, claims_prefix, owner_of
+from flotilla.store.shards import ShardCoordinator, ShardLease, claims_prefix, owner_of
 
 SHARDS = [f"member{i:02d}" for i in range(24)]
 TTL = 10
@@ -149,6 +149,27 @@ async def test_replicas_divide_the_shards_and_hand_them_over_on_join_and_leave(
     assert not acting.overlaps
 
 
+async def test_a_replica_whose_keys_were_deleted_by_hand_joins_again_and_takes_its_share_back(
+        memory: MemoryStore, clock: FakeClock) -> None:
+    acting = Acting()
+    async with replica(memory, clock, acting, "a") as a:
+        await until(lambda: acting.of("a") == set(SHARDS), clock)
+        kept, _ = await memory.kv_range("/flotilla/shards/")
+        for kv in kept:
+            assert await memory.kv_delete_if(kv.key, kv.mod_revision)
+        async def claimed() -> dict[str, str]:
+            claims, _ = await memory.kv_range(claims_prefix("executor"))
+            return {kv.key.rsplit("/", 1)[1]: kv.value.decode() for kv in claims}
+
+        async with asyncio.timeout(DEADLINE):
+            while await claimed() != {s: "a" for s in SHARDS}:
+                await until(lambda: True, clock)  # a rebalance tick
+        assert a.held == frozenset(SHARDS) and acting.of("a") == set(SHARDS)
+        members, _ = await memory.kv_range("/flotilla/shards/executor/members/")
+        assert [kv.key.rsplit("/", 1)[1] for kv in members] == ["a"]
+    assert not acting.overlaps
+
+
 async def test_a_dead_replicas_shards_move_once_its_lease_expires(memory: MemoryStore, clock: FakeClock) -> None:
     acting = Acting()
     async with replica(memory, clock, acting, "a") as a:
@@ -211,6 +232,32 @@ async def test_a_replica_that_loses_its_lease_stops_acting_then_rejoins(memory: 
     assert not acting.overlaps
     # Its health said it held nothing, then that it was back.
     assert reports[-1] is None and any(r and "holds no shards" in r for r in reports), reports
+
+
+async def test_a_lease_whose_validity_ran_out_while_a_refresh_was_out_is_lost(memory: MemoryStore,
+                                                                             clock: FakeClock) -> None:
+    """A replica that stopped acting for a moment (its keys not even queued) must not carry on as
+    if it had not: the term ends, and the next takes every shard afresh."""
+    lease = ShardLease(memory, clock, TTL)
+    refresh = memory.refresh_lease
+
+    slowed: list[int] = []
+
+    async def slow(lease_id: int) -> int:
+        remaining = await refresh(lease_id)
+        if not slowed:
+            slowed.append(lease_id)
+            # The first answer comes after the validity (TTL less a margin from the grant) ran
+            # out, early enough that the next refresh is within TTL of this one: etcd keeps it.
+            await clock.advance(TTL * 0.62)
+        return remaining
+
+    setattr(memory, "refresh_lease", slow)  # noqa: B010
+    await lease.grant()
+    try:
+        await until(lambda: lease.lost.is_set(), clock)
+    finally:
+        await lease.revoke()
 
 
 class FailsOneDelete(MemoryStore):
