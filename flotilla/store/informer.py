@@ -23,7 +23,6 @@ import builtins
 import contextlib
 import inspect
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Generic, NamedTuple, TypeAlias, TypeVar
 
@@ -56,11 +55,6 @@ UNDECODABLE_OBJECTS = Counter(
     ["resource"],
 )
 
-
-# A compact informer keeps this many of the versions it decoded last decoded as well: a key that
-# has just changed is read again and again by the controllers its change woke, and its next change
-# needs the version before it; a copy of a decoded message costs under half a decode.
-RECENT = 1024
 
 # (event, the object as it now is (as it was, for DELETED), the previous object or None)
 Handler: TypeAlias = Callable[[EventType, M, M | None], Awaitable[None] | None]
@@ -95,8 +89,6 @@ class Informer(Generic[M]):
         # microseconds per read. Every read then hands out a copy of its own.
         self._compact = compact
         self._cache: dict[str, M | _Packed] = {}
-        # Compact only: key -> (revision, that version decoded), the RECENT used last, oldest first.
-        self._recent: OrderedDict[str, tuple[int, M]] = OrderedDict()
         self._indexers: dict[str, IndexFunc[M]] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
         self._handlers: builtins.list[Handler[M]] = []
@@ -125,7 +117,7 @@ class Informer(Generic[M]):
         self._indexers[name] = func
         index: dict[str, set[str]] = {}
         for key, entry in self._cache.items():
-            for value in func(self._unpacked(key, entry, keep=False)):
+            for value in func(self._unpacked(entry)):
                 index.setdefault(value, set()).add(key)
         self._indices[name] = index
 
@@ -137,14 +129,14 @@ class Informer(Generic[M]):
         that no caller takes it for gone."""
         entry = self._cache.get(key)
         if entry is not None:
-            return self._unpacked(key, entry)
+            return self._unpacked(entry)
         etcd_key = self._unreadable.get(key)
         if etcd_key is not None:
             raise Undecodable(self.rt.kind, etcd_key, "no readable version of it was seen")
         return None
 
     def list(self) -> builtins.list[M]:
-        return [self._unpacked(key, entry, keep=False) for key, entry in self._cache.items()]
+        return [self._unpacked(entry) for entry in self._cache.values()]
 
     def keys(self) -> builtins.list[str]:
         return builtins.list(self._cache)
@@ -167,7 +159,7 @@ class Informer(Generic[M]):
             raise Undecodable(self.rt.kind, self._unreadable[unknown[0]], "no readable version of it was seen")
 
     def by_index(self, name: str, value: str) -> builtins.list[M]:
-        return [self._unpacked(k, self._cache[k]) for k in sorted(self._indices[name].get(value, ()))]
+        return [self._unpacked(self._cache[k]) for k in sorted(self._indices[name].get(value, ()))]
 
     def index_keys(self, name: str, value: str) -> frozenset[str]:
         """The keys under `value` in an index, unordered, with nothing decoded: for a caller that
@@ -241,10 +233,10 @@ class Informer(Generic[M]):
         for key, obj in fresh.items():
             old = self._cache.get(key)
             if old is None:
-                await self._apply(EventType.ADDED, key, obj, keep=False)
+                await self._apply(EventType.ADDED, key, obj)
             elif (listed := int(meta_of(obj).resource_version or 0)) != self._revision(old) \
                     and not self._ahead(key, old, listed):
-                await self._apply(EventType.MODIFIED, key, obj, keep=False)
+                await self._apply(EventType.MODIFIED, key, obj)
         unreadable = {self._object_key(etcd_key): etcd_key for etcd_key in result.undecodable}
         for key, etcd_key in unreadable.items():
             if key not in self._unreadable:
@@ -317,43 +309,19 @@ class Informer(Generic[M]):
             return f"{self.namespace}/{rest}"
         return rest
 
-    def _unpacked(self, key: str, entry: M | _Packed, keep: bool = True) -> M:
-        """The cached object; for a compact informer a copy of its own, decoded unless a recent
-        one is at hand (and kept among the recent if `keep`: not for a pass over every object)."""
-        if not isinstance(entry, _Packed):
-            return entry
-        recent = self._recent.get(key)
-        if recent is not None and recent[0] == entry.revision:
-            self._recent.move_to_end(key)
-            return copy_of(recent[1])
-        obj = decode_object(self.rt, entry.value, entry.revision)
-        if keep:
-            self._keep(key, entry.revision, copy_of(obj))
-        return obj
-
-    def _keep(self, key: str, revision: int, obj: M) -> None:
-        recent = self._recent
-        recent[key] = (revision, obj)
-        recent.move_to_end(key)
-        if len(recent) > RECENT:
-            recent.popitem(last=False)
-
-    def _previous(self, key: str, entry: M | _Packed) -> M:
-        """The cached version a change replaces, which leaves the recent: handed out as it is."""
-        recent = self._recent.pop(key, None)
-        if recent is not None and isinstance(entry, _Packed) and recent[0] == entry.revision:
-            return recent[1]
-        return self._unpacked(key, entry, keep=False)
+    def _unpacked(self, entry: M | _Packed) -> M:
+        if isinstance(entry, _Packed):
+            return decode_object(self.rt, entry.value, entry.revision)
+        return entry
 
     @staticmethod
     def _revision(entry: M | _Packed) -> int:
         """The cached version's resourceVersion, the revision that wrote it."""
         return entry.revision if isinstance(entry, _Packed) else int(meta_of(entry).resource_version or 0)
 
-    async def _apply(self, kind: EventType, key: str, obj: M | None, packed: _Packed | None = None,
-                     keep: bool = True) -> None:
+    async def _apply(self, kind: EventType, key: str, obj: M | None, packed: _Packed | None = None) -> None:
         entry = self._cache.get(key)
-        old = None if entry is None else self._previous(key, entry)
+        old = None if entry is None else self._unpacked(entry)
         if kind == EventType.DELETED:
             self._assumed.discard(key)
             if old is None:
@@ -362,11 +330,7 @@ class Informer(Generic[M]):
         else:
             assert obj is not None
             if self._compact:
-                stored = self._cache[key] = packed or _Packed(int(meta_of(obj).resource_version),
-                                                              obj.SerializeToString())
-                if keep:
-                    # A copy: the handlers below are handed `obj` itself.
-                    self._keep(key, stored.revision, copy_of(obj))
+                self._cache[key] = packed or _Packed(int(meta_of(obj).resource_version), obj.SerializeToString())
             else:
                 self._cache[key] = obj
         for name, func in self._indexers.items():
