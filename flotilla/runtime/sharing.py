@@ -52,6 +52,12 @@ def keys_in_bucket(informer: Informer[M], bucket: str, key_of: Callable[[M], str
     return [key_of(obj) for obj in found if obj is not None]
 
 
+def cache_keys_in_bucket(informer: Informer[M]) -> Callable[[str], frozenset[str]]:
+    """A bucket -> the informer's keys in it (indexed by `index_buckets` on the object key, so the
+    cache key is the controller key): nothing decoded."""
+    return lambda bucket: informer.index_keys(BUCKET_INDEX, bucket)
+
+
 def index_binding_buckets(informers: dict[str, Informer[Binding]]) -> None:
     for informer in informers.values():
         index_buckets(informer, bindings.key_of)

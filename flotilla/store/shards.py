@@ -213,8 +213,7 @@ class ShardCoordinator:
     async def _term(self) -> None:
         """One lease: join, then rebalance on every change until the lease is lost."""
         await self.lease.grant()
-        if await self._put_own(self._member_key(), None) is None:
-            raise StoreError(f"{self._member_key()} is held by another replica with this identity")
+        await self._join()
         log.info("event=shards-joined service=%s identity=%s", self.service, self.identity)
         await self._tell(None)
         watcher = asyncio.create_task(self._watch())
@@ -249,8 +248,7 @@ class ShardCoordinator:
         if self.identity not in members:
             # Our member key is gone though the lease lives (deleted by hand, a restore): join
             # again, or no replica would count this one and its share would be nobody's.
-            if await self._put_own(self._member_key(), None) is None:
-                raise StoreError(f"{self._member_key()} is held by another replica with this identity")
+            await self._join()
             log.warning("event=shards-rejoined service=%s identity=%s reason=member-key-gone",
                         self.service, self.identity)
             members = sorted([*members, self.identity])
@@ -274,6 +272,11 @@ class ShardCoordinator:
                 break
             await self._acquire(shard, claims.get(shard))
         self._gauge.set(len(self._held))
+
+    async def _join(self) -> None:
+        """Put this replica's member key on its lease."""
+        if await self._put_own(self._member_key(), None) is None:
+            raise StoreError(f"{self._member_key()} is held by another replica with this identity")
 
     async def _acquire(self, shard: str, existing: KeyValue | None) -> bool:
         if existing is not None and existing.value != self.identity.encode():

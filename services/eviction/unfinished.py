@@ -36,8 +36,7 @@ class Unfinished:
 
     def __init__(self, clock: Clock, timeout: timedelta) -> None:
         self.clock = clock
-        self.timeout = timeout
-        self._timeout = timeout.total_seconds()
+        self.timeout = timeout.total_seconds()
         self._lock = threading.Lock()
         # Seconds since the epoch: read off every binding event, where datetimes cost more.
         self._deadlines: dict[str, tuple[float, ...]] = {}
@@ -66,7 +65,7 @@ class Unfinished:
         for task in binding.spec.graceful_eviction_tasks:
             if not task.HasField("creation_timestamp") or task.HasField("suppress_deletion"):
                 continue
-            timeout = task.grace_period_seconds if task.HasField("grace_period_seconds") else self._timeout
+            timeout = task.grace_period_seconds if task.HasField("grace_period_seconds") else self.timeout
             created = task.creation_timestamp
             deadlines.append(created.seconds + created.nanos / 1e9 + timeout)
         return tuple(deadlines)

@@ -40,10 +40,10 @@ from flotilla.runtime.concurrency import BINDING_SYNCS, WORK_SYNCS
 from flotilla.runtime.controller import Controller, Reconciler
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.sharing import (
-    BUCKET_INDEX,
     Owned,
     ShardedControllers,
     binding_keys_in_bucket,
+    cache_keys_in_bucket,
     index_binding_buckets,
     index_buckets,
     keys_in_bucket,
@@ -245,8 +245,7 @@ class ExecutorControllers:
             ShardedControllers([self.detector], self._template_keys),
             ShardedControllers([self.policy_finalizers], lambda b: [
                 *keys_in_bucket(self.policies, b, policy_key), *keys_in_bucket(self.cluster_policies, b, policy_key)]),
-            # A rebalancer's key is its cache key: nothing to decode.
-            ShardedControllers([self.rebalancer], lambda b: self.rebalancers.index_keys(BUCKET_INDEX, b)),
+            ShardedControllers([self.rebalancer], cache_keys_in_bucket(self.rebalancers)),
         ]
 
     def _template_keys(self, bucket: str) -> set[str]:

@@ -20,7 +20,7 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2
 from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager, ToKeys
-from flotilla.runtime.sharing import BUCKET_INDEX, Owned, ShardedControllers, index_buckets, key_bucket
+from flotilla.runtime.sharing import Owned, ShardedControllers, cache_keys_in_bucket, index_buckets, key_bucket
 from flotilla.scheduler import metrics
 from flotilla.scheduler.capacity import CapacityLedger
 from flotilla.scheduler.framework import Framework
@@ -104,7 +104,7 @@ class SchedulerLoop:
                 manager.on_event(informer, self._hold_others_decisions(kind, mine),
                                  predicate=placement_changed)
                 index_buckets(informer, object_key_of)
-                self.sharded.append(ShardedControllers([controller], self._keys_in_bucket(informer)))
+                self.sharded.append(ShardedControllers([controller], cache_keys_in_bucket(informer)))
             affected = bindings_affected_by_cluster(informer)
 
             def force(event: WatchEvent[cluster_pb2.Cluster], affected: ToKeys[cluster_pb2.Cluster] = affected,
@@ -124,10 +124,6 @@ class SchedulerLoop:
 
     def _forget_reservations(self, kind: ResourceType[Binding]) -> Callable[[WatchEvent[Binding]], None]:
         return lambda event: self.ledger.forget(ledger_key(kind.kind, object_key_of(event.obj)))
-
-    @staticmethod
-    def _keys_in_bucket(informer: Informer[Binding]) -> Callable[[str], frozenset[str]]:
-        return lambda bucket: informer.index_keys(BUCKET_INDEX, bucket)
 
     def _hold_others_decisions(self, kind: ResourceType[Binding],
                                mine: Callable[[str], bool]) -> Callable[[WatchEvent[Binding]], None]:

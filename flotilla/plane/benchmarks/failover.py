@@ -562,7 +562,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
         "load_average": [round(x, 2) for x in load_before],
         # Which executor replica (by process name) applied which clusters' Works, and how many
         # buckets of templates and bindings each held.
-        **await executor_shards(store, pids),
+        **await shares(store, pids),
     }
 
 
@@ -585,7 +585,7 @@ async def profiled(pids: dict[str, int]) -> AsyncIterator[None]:
                 os.kill(pid, signal.SIGUSR2)
 
 
-async def executor_shards(store: Store, pids: dict[str, int]) -> dict[str, dict[str, Any]]:
+async def shares(store: Store, pids: dict[str, int]) -> dict[str, dict[str, Any]]:
     """Which members each executor replica applies Works to, and how many buckets of keys each
     replica of the executor and of the services that divide bindings by bucket holds."""
     by_pid = {pid: name for name, pid in pids.items()}
