@@ -34,6 +34,7 @@ from flotilla.store.embedded import EmbeddedEtcd
 from flotilla.store.endpoints import ENDPOINTS_PREFIX, list_endpoints
 from flotilla.store.leader import ELECTION_PREFIX
 from flotilla.store.shards import SHARDS_PREFIX
+from services.taint_manager.admissions import PREFIX as ADMISSIONS_PREFIX
 from tests.cli_runner import flotillactl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,10 +86,11 @@ def private_etcd(tmp_path: Path, security: Security) -> Iterator[EmbeddedEtcd]:
 
 async def wipe_objects(store: Store) -> None:
     """Delete every object, keeping the registrations of services a fixture started (their
-    endpoints, elections and shards)."""
+    endpoints, elections and shards, not the taint manager's admissions of clusters)."""
     keep = (ENDPOINTS_PREFIX.encode(), ELECTION_PREFIX.encode(), SHARDS_PREFIX.encode())
     for kv in await store.client.get_prefix(b"/flotilla/"):
-        if not kv.key.startswith(keep):
+        # An admission is of a cluster, which goes with the objects.
+        if not kv.key.startswith(keep) or kv.key.startswith(ADMISSIONS_PREFIX.encode()):
             await store.client.delete(kv.key)
 
 

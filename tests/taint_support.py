@@ -8,10 +8,13 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 from flotilla.aio.clock import Clock, RealClock
+from flotilla.api import registry
 from flotilla.api.conditions import set_condition
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.store import ObjectStore
+from flotilla.store.base import StoreBase
 from flotilla.store.informer import Informer
+from services.taint_manager.admissions import AdmissionRecords, admitted_record
 from services.taint_manager.cluster_taints import TaintConfig
 from services.taint_manager.controllers import TaintManager
 from services.taint_manager.evictor import EvictorConfig
@@ -27,6 +30,16 @@ async def ready_cluster(store: ObjectStore, name: str) -> None:
     cluster = await store.create(cluster)
     set_condition(cluster.status.conditions, "Ready", "True", "ClusterReady", "ok", RealClock().now())
     await store.update_status(cluster)
+
+
+async def admitted(store: StoreBase, *clusters: str) -> AdmissionRecords:
+    """Records admitting each cluster's current failure, as the leader would write them, read."""
+    records = AdmissionRecords(store)
+    for name in clusters:
+        cluster = await store.get(registry.CLUSTER, "", name)
+        await records.write(name, admitted_record(cluster), None)
+    await records.relist()
+    return records
 
 
 def make_binding(i: int) -> work_pb2.ResourceBinding:

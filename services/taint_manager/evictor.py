@@ -2,8 +2,9 @@
 
 Per binding: every target cluster with NoExecute taints is assessed against the
 binding's tolerations; the clusters due now (and admitted by mass-failure
-protection) leave the binding in one compare-and-swap, made on a fresh read;
-the binding is looked at again exactly when its next toleration runs out.
+protection, whose leader-written records admissions.py reads) leave the binding
+in one compare-and-swap, made on a fresh read; the binding is looked at again
+exactly when its next toleration runs out, or once the leader admits its cluster.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ from flotilla.runtime.tracecontext import context_from, failover_attributes, spa
 from flotilla.store import NotFound, ObjectStore, Undecodable
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.taint_manager.protection import EvictionProtection
+from services.taint_manager.admissions import HELD as HELD_RECORD
+from services.taint_manager.admissions import WAITING, AdmissionRecords, admits
+from services.taint_manager.protection import Admission, EvictionProtection
 from services.taint_manager.taint_times import TaintTimes
 from services.taint_manager.tolerations import LATER, NOW, assess_cluster
 
@@ -124,6 +127,7 @@ class BindingEvictionReconciler:
         clusters: Informer[cluster_pb2.Cluster],
         bindings: dict[str, Informer[Binding]],
         protection: EvictionProtection,
+        admissions: AdmissionRecords,
         config: EvictorConfig,
         events: EventRecorder | None = None,
         tracer: trace.Tracer | None = None,
@@ -134,7 +138,12 @@ class BindingEvictionReconciler:
         self.clock = clock
         self.clusters = clusters
         self.bindings = bindings
+        # Observed by every replica (is every cluster down?); only the leader admits clusters.
         self.protection = protection
+        self.admissions = admissions
+        # Clusters this replica asked the leader about, until their record changes.
+        self._asked: set[str] = set()
+        admissions.on_change(lambda cluster, _: self._asked.discard(cluster))
         self.config = config
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.taint_manager")
@@ -165,24 +174,43 @@ class BindingEvictionReconciler:
                 continue
             verdict = assess_cluster(cluster, tolerations, now)
             if verdict.when == NOW:
-                admission = self.protection.admit(target.name)
+                admission = await self._admission(cluster)
                 if admission.admitted:
                     due.append(target.name)
                     continue
-                HELD.labels(reason="protection").inc()
+                HELD.labels(reason="protection" if admission.reason != WAITING else "admission").inc()
                 self.state.hold(Held(key, target.name, admission.reason))
-                if self.events is not None:
-                    # Folded by the recorder into one Event per cluster and reason, with a count.
-                    await self.events.warning(cluster, "EvictionHeldBack",
-                                              f"Mass-failure protection holds evictions back: {admission.reason}")
-                if admission.retry_after is not None:
-                    wake = _earliest(wake, admission.retry_after)
             elif verdict.when == LATER and verdict.at is not None:
                 self.state.pending.setdefault(key, []).append(Pending(key, target.name, verdict.at))
                 wake = _earliest(wake, (verdict.at - now).total_seconds())
         if due:
             await self._evict(rt, namespace, name, due, now)
         return Result(requeue_after=wake) if wake is not None else None
+
+    async def _admission(self, cluster: cluster_pb2.Cluster) -> Admission:
+        """Whether mass-failure protection lets the binding leave the cluster now. Held back,
+        the binding is looked at again when the cluster's record changes (controllers.py)."""
+        if self.protection.everything_down:
+            # Seen by this replica too: no record written before the mass failure lets it evict.
+            return Admission(False, "every cluster is unhealthy: evictions are held back")
+        name = cluster.metadata.name
+        await self.admissions.synced.wait()
+        stored = self.admissions.get(name)
+        if stored is None:
+            if name not in self._asked:
+                self._asked.add(name)
+                try:
+                    await self.admissions.request(name)
+                except BaseException:
+                    self._asked.discard(name)
+                    raise
+            return Admission(False, WAITING)
+        if admits(stored.record, cluster):
+            return Admission(True)
+        if stored.record is not None and stored.record.state == HELD_RECORD:
+            return Admission(False, stored.record.reason)
+        # Requested, admitted for an earlier failure of the cluster, or not a record at all.
+        return Admission(False, WAITING)
 
     async def _evict(self, rt: ResourceType[Binding], namespace: str, name: str, clusters: list[str],
                      now: datetime) -> None:
@@ -278,9 +306,14 @@ class BindingEvictionReconciler:
                 return True
 
             try:
-                await self.store.mutate(registry.CLUSTER, "", name, stamp_cluster)
+                stored = await self.store.mutate(registry.CLUSTER, "", name, stamp_cluster)
             except NotFound:
-                pass
+                return context_from({TRACEPARENT_ANNOTATION: stamp})
+            # Another replica may have opened it first: every eviction joins the one on the cluster.
+            annotations = stored.metadata.annotations
+            if annotations.get(TRACE_OPENED_FOR_ANNOTATION) == signature and TRACEPARENT_ANNOTATION in annotations:
+                self._user_traces[name] = (signature, annotations[TRACEPARENT_ANNOTATION])
+                return context_from(annotations)
             return context_from({TRACEPARENT_ANNOTATION: stamp})
 
     def _no_execute_added(self, cluster: cluster_pb2.Cluster) -> list[int]:

@@ -134,10 +134,10 @@ class EvictionProtection:
         self._admitted.add(cluster)
         return Admission(True)
 
+    def adopt(self, cluster: str) -> None:
+        """The cluster was admitted by an earlier leader, for the failure it still has."""
+        self._admitted.add(cluster)
+
     def release(self, cluster: str) -> None:
         """The cluster needs no more evicting (recovered, untainted or gone)."""
         self._admitted.discard(cluster)
-
-    @property
-    def admitted(self) -> frozenset[str]:
-        return frozenset(self._admitted)

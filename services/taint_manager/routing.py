@@ -16,18 +16,14 @@ from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys
 from flotilla.store.informer import Informer
+from services.taint_manager.admissions import ADMITTED, HELD, Record, taints_in_force
 from services.taint_manager.evictor import EvictorState, user_taint_signature
 from services.taint_manager.protection import region_of
-from services.taint_manager.tolerations import current_taints
+from services.taint_manager.tolerations import current_taints, needs_no_evicting
 
 CLUSTER_INDEX = "cluster"
 
 M = TypeVar("M", bound=Message)
-
-
-def needs_no_evicting(cluster: cluster_pb2.Cluster) -> bool:
-    return cluster_ready(cluster) and not any(
-        t.effect == EFFECT_NO_EXECUTE for t in current_taints(cluster))
 
 
 def _protection_inputs(cluster: cluster_pb2.Cluster) -> tuple[str, bool, bool]:
@@ -39,6 +35,20 @@ def protection_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     evictions to hold) changed, or the cluster came or went."""
     return (event.type is not EventType.MODIFIED or event.old is None
             or _protection_inputs(event.old) != _protection_inputs(event.obj))
+
+
+def admission_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
+    """What the leader's admission reads of a cluster changed (its readiness, the NoExecute taints
+    in force), or the cluster came or went."""
+    old = event.old
+    if event.type is not EventType.MODIFIED or old is None:
+        return True
+    return (cluster_ready(old), taints_in_force(old)) != (cluster_ready(event.obj), taints_in_force(event.obj))
+
+
+def answers(record: Record) -> bool:
+    """The leader's answer to a request for admission: the bindings that wait on it look again."""
+    return record.state in (ADMITTED, HELD)
 
 
 def index_by_cluster(binding: Binding) -> list[str]:

@@ -1,6 +1,12 @@
-"""gRPC inspection of pending and held evictions and of mass-failure protection."""
+"""gRPC inspection of pending and held evictions and of mass-failure protection.
+
+Each replica answers for the bindings of its own buckets (pending and held); what protection
+decides about clusters (regions, every cluster down, the clusters admitted) is the same from
+every replica."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import grpc
 
@@ -17,15 +23,18 @@ ACCESS = {f"/{_SERVICE}/GetEvictionState": Request("get", registry.CLUSTER.group
 
 
 class TaintManagerServicer(taint_manager_pb2_grpc.TaintManagerServicer):
-    def __init__(self, state: EvictorState, protection: EvictionProtection) -> None:
+    def __init__(self, state: EvictorState, protection: EvictionProtection,
+                 admitted: Callable[[], list[str]]) -> None:
         self.state = state
         self.protection = protection
+        # The clusters the leader's records admit (every replica reads them).
+        self.admitted = admitted
 
     async def GetEvictionState(self, request: taint_manager_pb2.GetEvictionStateRequest,
                                context: grpc.aio.ServicerContext) -> taint_manager_pb2.EvictionState:
         reply = taint_manager_pb2.EvictionState(
             every_cluster_unhealthy=self.protection.everything_down,
-            admitted_clusters=sorted(self.protection.admitted),
+            admitted_clusters=self.admitted(),
         )
         for items in self.state.pending.values():
             for p in items:

@@ -82,6 +82,11 @@ def current_taints(cluster: cluster_pb2.Cluster) -> list[meta_pb2.Taint]:
     return [t for t in cluster.spec.taints if t.key not in _READINESS_TAINTS]
 
 
+def needs_no_evicting(cluster: cluster_pb2.Cluster) -> bool:
+    """Ready, and no NoExecute taint in force: whatever admitted it for eviction is over."""
+    return cluster_ready(cluster) and not any(t.effect == EFFECT_NO_EXECUTE for t in current_taints(cluster))
+
+
 def assess_cluster(cluster: cluster_pb2.Cluster, tolerations: Sequence[meta_pb2.Toleration],
                    now: datetime) -> Verdict:
     """`assess` on the cluster as it is now: its Ready condition, not only its taints."""

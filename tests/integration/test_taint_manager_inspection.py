@@ -24,7 +24,8 @@ async def test_eviction_state_is_served() -> None:
         Pending("ResourceBinding:default/web", "a", datetime(2026, 1, 1, 0, 10, tzinfo=UTC))]
     state.held["ResourceBinding:default/db"] = [Held("ResourceBinding:default/db", "b", "held for a test")]
     server = grpc.aio.server()
-    taint_manager_pb2_grpc.add_TaintManagerServicer_to_server(TaintManagerServicer(state, protection), server)
+    servicer = TaintManagerServicer(state, protection, lambda: ["a"])
+    taint_manager_pb2_grpc.add_TaintManagerServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:

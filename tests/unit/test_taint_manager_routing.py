@@ -10,6 +10,7 @@ from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from services.taint_manager import routing
 from services.taint_manager.evictor import EvictorState
+from services.taint_manager.tolerations import needs_no_evicting
 from tests.unit.cache_fake import Cache
 
 ADDED, MODIFIED, DELETED = EventType.ADDED, EventType.MODIFIED, EventType.DELETED
@@ -105,7 +106,7 @@ def test_held_evictions_are_every_held_key() -> None:
     (cluster("m1", no_execute=True), True),
 ])
 def test_needs_no_evicting(c: cluster_pb2.Cluster, expected: bool) -> None:
-    assert routing.needs_no_evicting(c) is expected
+    assert needs_no_evicting(c) is expected
 
 
 def collected(c: cluster_pb2.Cluster, pods: int) -> cluster_pb2.Cluster:

@@ -19,6 +19,7 @@ from flotilla.store.informer import Informer
 from services.taint_manager.evictor import BindingEvictionReconciler, EvictorConfig
 from services.taint_manager.protection import EvictionProtection, ProtectionConfig
 from tests.factories import make_cluster
+from tests.taint_support import admitted
 
 JOB_LABEL = "application.karmada.io/cluster-failover-jobid"
 
@@ -63,7 +64,7 @@ async def evict(store: MemoryStore, informers: tuple[Informer, Informer], bindin
             await asyncio.sleep(0.01)
     reconciler = BindingEvictionReconciler(
         store, clock, clusters, {"ResourceBinding": bindings}, EvictionProtection(clock, ProtectionConfig()),
-        EvictorConfig(state_preservation=gate))
+        await admitted(store, "member1"), EvictorConfig(state_preservation=gate))
     await reconciler.reconcile(f"ResourceBinding:{key}")
     return await store.get(registry.RESOURCE_BINDING, created.metadata.namespace, created.metadata.name)
 

@@ -36,6 +36,7 @@ from flotilla.runtime.tracecontext import (
 from flotilla.store.memory import MemoryStore
 from services.eviction.graceful import GracefulEvictionReconciler
 from services.taint_manager import cluster_taints
+from services.taint_manager.admissions import AdmissionRecords
 from services.taint_manager.evictor import BindingEvictionReconciler
 from services.taint_manager.taint_times import TaintTimes
 from tests.factories import make_cluster
@@ -119,7 +120,8 @@ async def test_taint_and_toleration_wait_start_when_the_taint_was_written(
     assert all(t.time_added.nanos == 0 for t in written.spec.taints)  # whole seconds, as Karmada's
 
     # The eviction, five seconds later, starts its toleration wait at the NoExecute taint's write.
-    evictor = BindingEvictionReconciler(store, clock, Fixed(written), {}, None, None,  # type: ignore[arg-type]
+    evictor = BindingEvictionReconciler(store, clock, Fixed(written), {}, None,  # type: ignore[arg-type]
+                                        AdmissionRecords(store), None,  # type: ignore[arg-type]
                                         tracer=tracer_provider.get_tracer("evictor"), taint_times=times)
     evictor._trace_wait(context_from(written.metadata.annotations), ["member1"], "default/nginx",
                         "ResourceBinding", clock.now() + timedelta(seconds=5))
