@@ -5,7 +5,9 @@ ranges; with client-certificate auth the certificate's common name is the etcd u
 The store keeps every object under `/flotilla/<resource>/[<namespace>/]<name>` (templates under
 `<plural>.<group>`), each service's endpoint records under `/flotilla/endpoints/<service>/` and
 its leader election under `/flotilla/election/<service>` (its shared work's members and claims under
-`/flotilla/shards/<service>/`). A range here is etcd's [key, range_end).
+`/flotilla/shards/<service>/`, where the taint manager's leader also writes which clusters it admits
+for eviction: a decision only the taint manager's identity can write). A range here is etcd's
+[key, range_end).
 
 Who gets what, and why:
 

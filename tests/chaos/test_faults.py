@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from flotilla.api import registry
+from flotilla.api.bindings import binding_key
 from flotilla.api.v1 import cluster_pb2, status_pb2, work_pb2
 from flotilla.api.v1.status_pb2_grpc import ClusterHealthStub
 from flotilla.member import MemberClient, load_kubeconfig
@@ -213,22 +214,25 @@ async def probe_gaps(chaos: ChaosPlane, cluster: str) -> list[float]:
 
 
 @pytest.mark.timeout(600)
-async def test_the_executor_and_scheduler_replicas_doing_the_failover_are_killed_as_it_starts(
+async def test_the_replicas_doing_the_failover_are_killed_as_it_starts(
         chaos: ChaosPlane, tmp_path: Path) -> None:
     """The executor's replicas divide the member clusters and the buckets of templates and
-    bindings, the scheduler's the buckets of bindings (issue 38). The executor replica holding the
-    cluster the workload fails over to (and its buckets: about half the bindings whose Works it
-    writes) and the scheduler replica holding a bucket of the workload's bindings are killed as
-    the failover starts: the others take their shares over within the lease, place the bindings,
-    write and apply the new Works. Nothing is lost and nothing done twice: each binding moves
-    once, each Deployment ends in the survivor alone, once, with one Work."""
+    bindings, the scheduler's and the taint manager's the buckets of bindings (issue 38). The
+    executor replica holding the cluster the workload fails over to (and its buckets: about half
+    the bindings whose Works it writes), and the scheduler and taint manager replicas holding a
+    bucket of the workload's bindings, are killed as the failover starts: the others take their
+    shares over within the lease, evict and place the bindings, write and apply the new Works.
+    Nothing is lost and nothing done twice: each binding moves once, each Deployment ends in the
+    survivor alone, once, with one Work."""
     workload = Workload("shared", 10)
     async with (watch_history(chaos.plane, registry.RESOURCE_BINDING) as rbs,
                 watch_history(chaos.plane, registry.CLUSTER) as clusters,
                 applied(chaos, workload, tmp_path, rbs) as before):
         failed = max(before, key=lambda c: len(before[c]))
         survivor = other(failed)
-        shards = {"executor": survivor, "scheduler": key_bucket(workload.keys[0])}
+        # The taint manager's evictor is keyed by binding key, the scheduler by object key.
+        shards = {"executor": survivor, "scheduler": key_bucket(workload.keys[0]),
+                  "taint_manager": key_bucket(binding_key(registry.RESOURCE_BINDING.kind, workload.keys[0]))}
         holders = {service: await holding(chaos, service, shard) for service, shard in shards.items()}
         await chaos.fault(failed, "down")
         killed_at = time.monotonic()

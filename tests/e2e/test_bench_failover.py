@@ -73,7 +73,7 @@ def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
     assert passes["executor/binding"] >= 1 and passes["eviction/graceful-eviction"] >= 1
     # One replica of each service that divides its work holds all of it.
     assert failover["executor_shards"] == {"executor": ["member1", "member2", "member3"]}
-    assert all(failover[f"{s}_buckets"] == {s: 32} for s in ("executor", "scheduler", "eviction"))
+    assert all(failover[f"{s}_buckets"] == {s: 32} for s in ("executor", "scheduler", "eviction", "taint_manager"))
     readyz = out["readyz_ms"]
     assert readyz["probes"] > 0 and readyz["left_out"] == ["member1"]
     assert set(readyz["members"]) == {"member1", "member2", "member3"}

@@ -87,10 +87,12 @@ def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
         assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "SHARDS", "ADDRESS",
                                   "METRICS"]
         # The executor's one replica holds both Push clusters and every bucket of keys, the eviction
-        # service's and the scheduler's every bucket of bindings; no other service shares its work.
+        # service's, the scheduler's and the taint manager's every bucket of bindings; no other
+        # service shares its work.
         shards = {r.split()[0]: r.split()[5] for r in rows}
-        assert (shards["executor"], shards["eviction"], shards["scheduler"]) == ("34", "32", "32"), rows
-        assert all(n == "-" for s, n in shards.items() if s not in ("executor", "eviction", "scheduler")), rows
+        sharing = {"executor": "34", "eviction": "32", "scheduler": "32", "taint_manager": "32"}
+        assert {s: shards[s] for s in sharing} == sharing, rows
+        assert all(n == "-" for s, n in shards.items() if s not in sharing), rows
         # Every service shows where Prometheus scrapes it: the gRPC address's host, its metrics port.
         assert all(r.split()[-1].rsplit(":", 1)[0] == r.split()[-2].rsplit(":", 1)[0]
                    for r in rows if r.split()[0] in SERVICES), rows

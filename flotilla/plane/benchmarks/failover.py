@@ -591,7 +591,7 @@ async def shares(store: Store, pids: dict[str, int]) -> dict[str, dict[str, Any]
     by_pid = {pid: name for name, pid in pids.items()}
     bucket_names = set(buckets())
     held: dict[str, dict[str, list[str]]] = {}
-    for service in ("executor", "scheduler", "eviction"):
+    for service in ("executor", "scheduler", "eviction", "taint_manager"):
         shards = await held_shards(store, service) or {}
         held[service] = {by_pid.get(e.pid, e.id): shards.get(e.id, []) for e in await list_endpoints(store, service)}
 
