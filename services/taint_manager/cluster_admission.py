@@ -17,7 +17,16 @@ from flotilla.runtime.controller import Result
 from flotilla.store import Undecodable
 from flotilla.store.events import EventRecorder
 from flotilla.store.informer import Informer
-from services.taint_manager.admissions import HELD, AdmissionRecords, Record, admits, admitted_record, taints_in_force
+from services.taint_manager.admissions import (
+    HELD,
+    REQUESTED,
+    AdmissionRecords,
+    Record,
+    Stored,
+    admits,
+    admitted_record,
+    taints_in_force,
+)
 from services.taint_manager.protection import EvictionProtection
 from services.taint_manager.tolerations import needs_no_evicting
 
@@ -41,6 +50,8 @@ class ClusterAdmissionReconciler:
             return None  # unknown: its record stays as it is, whatever it says
         stored = self.admissions.get(name)
         if cluster is None or needs_no_evicting(cluster):
+            if stored is not None and self._asked_about_what_is_coming(cluster, stored):
+                return None
             self.protection.release(name)
             if stored is not None:
                 await self.admissions.delete(name, stored)
@@ -70,3 +81,13 @@ class ClusterAdmissionReconciler:
             await self.events.warning(cluster, "EvictionHeldBack",
                                       f"Mass-failure protection holds evictions back: {admission.reason}")
         return Result(requeue_after=admission.retry_after) if admission.retry_after is not None else None
+
+    def _asked_about_what_is_coming(self, cluster: cluster_pb2.Cluster | None, stored: Stored) -> bool:
+        """A request written after the version of the cluster this process has: the replica that
+        asked may have seen a failure whose event is still on its way here, and that event brings
+        the cluster back to this controller. (A request about a failure that is over is decided at
+        the cluster's next change: the replicas that asked see it is over themselves.)"""
+        if stored.record is None or stored.record.state != REQUESTED:
+            return False
+        seen = int(cluster.metadata.resource_version or 0) if cluster is not None else self.clusters.revision
+        return seen < stored.mod_revision

@@ -120,7 +120,7 @@ class TaintManager:
         return binding_keys_in_bucket(self.bindings, bucket)
 
     def _answered(self, cluster: str, stored: Stored | None) -> None:
-        if stored is not None and stored.record is not None and routing.answers(stored.record):
+        if routing.answers(stored):
             for key in keys_by_index(self.bindings, routing.CLUSTER_INDEX, cluster):
                 self.evictor.enqueue(key)
 

@@ -16,7 +16,7 @@ from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys
 from flotilla.store.informer import Informer
-from services.taint_manager.admissions import ADMITTED, HELD, Record, taints_in_force
+from services.taint_manager.admissions import ADMITTED, HELD, Stored, taints_in_force
 from services.taint_manager.evictor import EvictorState, user_taint_signature
 from services.taint_manager.protection import region_of
 from services.taint_manager.tolerations import current_taints, needs_no_evicting
@@ -46,9 +46,10 @@ def admission_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
     return (cluster_ready(old), taints_in_force(old)) != (cluster_ready(event.obj), taints_in_force(event.obj))
 
 
-def answers(record: Record) -> bool:
-    """The leader's answer to a request for admission: the bindings that wait on it look again."""
-    return record.state in (ADMITTED, HELD)
+def answers(stored: Stored | None) -> bool:
+    """The leader answered a request for admission, or took a record away: the bindings on the
+    cluster look again (one still due asks again)."""
+    return stored is None or stored.record is None or stored.record.state in (ADMITTED, HELD)
 
 
 def index_by_cluster(binding: Binding) -> list[str]:

@@ -83,6 +83,7 @@ class Leader:
         self.protection = EvictionProtection(clock, ProtectionConfig(primary_rate=rate))
         self.clusters: dict[str, cluster_pb2.Cluster] = {}
         self.unknown: set[str] = set()
+        self.revision = 0  # the informer's: the last revision it saw
         self.reconciler = ClusterAdmissionReconciler(clock, self, self.records, self.protection)  # type: ignore[arg-type]
 
     def get(self, name: str) -> cluster_pb2.Cluster | None:  # the informer's get
@@ -184,3 +185,33 @@ async def test_a_deleted_cluster_loses_its_record_and_an_unreadable_one_keeps_it
     del leader.clusters["member2"]
     assert await leader.answer("member2") is None
     assert not (await store.list(registry.CLUSTER)).items  # nothing else touched
+
+
+async def test_a_request_about_a_failure_the_leader_has_yet_to_see_waits_for_it() -> None:
+    """A replica saw the taint and asked before the leader's informer brought it: the leader,
+    seeing the cluster Ready and untainted, keeps the request (its own view is older) and decides
+    once the taint arrives. A request older than the leader's view of the cluster goes."""
+    store, clock = MemoryStore(), FakeClock()
+    leader = Leader(store, clock)
+    healthy = cluster("member1")
+    healthy.metadata.resource_version = "1"
+    leader.set(healthy, cluster("member2"))
+    await leader.records.request("member1")
+    kept = await leader.answer("member1")
+    assert kept is not None and kept.state == REQUESTED
+    leader.set(failed())
+    assert await leader.answer("member1") == admitted_record(failed())
+    # Recovered, and the leader's view newer than a request made since: the request goes.
+    await leader.answer("member1")
+    leader.set(failed(ready="True", taints=()))
+    assert await leader.answer("member1") is None
+    await leader.records.request("member1")
+    newer = cluster("member1")
+    newer.metadata.resource_version = str(10**6)
+    leader.set(newer)
+    assert await leader.answer("member1") is None
+    # Of a cluster the leader has never seen: kept while its informer is behind the request.
+    await leader.records.request("member9")
+    assert (await leader.answer("member9")).state == REQUESTED  # type: ignore[union-attr]
+    leader.revision = 10**6
+    assert await leader.answer("member9") is None
