@@ -265,6 +265,10 @@ class BindingEvictionReconciler:
                                                   status_change=lambda b: refresh(b, {}, False, now))
             except NotFound:
                 return
+        # The cache takes what etcd now holds: a pass that comes before the watch echoes it (the
+        # cluster's next taint, the leader's admission) must not find the binding still on the
+        # cluster, read it again and open another eviction span for nothing.
+        await self.bindings[rt.kind].assume(written)
         if not evicted:
             return
         for cluster in evicted:
