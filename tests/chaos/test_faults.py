@@ -217,11 +217,12 @@ async def probe_gaps(chaos: ChaosPlane, cluster: str) -> list[float]:
 async def test_the_replicas_doing_the_failover_are_killed_as_it_starts(
         chaos: ChaosPlane, tmp_path: Path) -> None:
     """The executor's replicas divide the member clusters and the buckets of templates and
-    bindings, the scheduler's and the taint manager's the buckets of bindings (issue 38). The
-    executor replica holding the cluster the workload fails over to (and its buckets: about half
-    the bindings whose Works it writes), and the scheduler and taint manager replicas holding a
-    bucket of the workload's bindings, are killed as the failover starts: the others take their
-    shares over within the lease, evict and place the bindings, write and apply the new Works.
+    bindings, the scheduler's, the taint manager's and the eviction service's the buckets of
+    bindings (issue 38). The executor replica holding the cluster the workload fails over to (and
+    its buckets: about half the bindings whose Works it writes), and the scheduler, taint manager
+    and eviction replicas holding a bucket of the workload's bindings, are killed as the failover
+    starts: the others take their shares over within the lease, evict and place the bindings,
+    write and apply the new Works, and drop the eviction tasks.
     Nothing is lost and nothing done twice: each binding moves once, each Deployment ends in the
     survivor alone, once, with one Work."""
     workload = Workload("shared", 10)
@@ -230,9 +231,11 @@ async def test_the_replicas_doing_the_failover_are_killed_as_it_starts(
                 applied(chaos, workload, tmp_path, rbs) as before):
         failed = max(before, key=lambda c: len(before[c]))
         survivor = other(failed)
-        # The taint manager's evictor is keyed by binding key, the scheduler by object key.
+        # The taint manager's evictor and the eviction service's controllers are keyed by binding
+        # key, the scheduler by object key.
+        by_binding = key_bucket(binding_key(registry.RESOURCE_BINDING.kind, workload.keys[0]))
         shards = {"executor": survivor, "scheduler": key_bucket(workload.keys[0]),
-                  "taint_manager": key_bucket(binding_key(registry.RESOURCE_BINDING.kind, workload.keys[0]))}
+                  "taint_manager": by_binding, "eviction": by_binding}
         holders = {service: await holding(chaos, service, shard) for service, shard in shards.items()}
         await chaos.fault(failed, "down")
         killed_at = time.monotonic()
