@@ -91,7 +91,8 @@ class TaintManager:
         manager.watch(self.clusters, routing.held_evictions(self.state), self.evictor,
                       predicate=lambda _: self._protection_changed)
         for kind, informer in self.bindings.items():
-            manager.watch(informer, routing.binding(kind), self.evictor, predicate=routing.binding_spec_changed)
+            manager.watch(informer, routing.binding(kind), self.evictor,
+                          predicate=routing.binding_inputs_changed(self.state))
         # The leader answered about a cluster: its bindings that waited get another look.
         self._unsubscribe.append(self.admissions.on_change(self._answered))
         self.shared = [self.evictor]

@@ -3,12 +3,12 @@ a cluster fans out to its bindings, of the informer caches."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from google.protobuf.message import Message
 
-from flotilla.api.bindings import Binding, binding_key, keys_by_index
+from flotilla.api.bindings import Binding, binding_key, key_of, keys_by_index
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.keys import object_key
@@ -60,13 +60,32 @@ def not_deleted(event: WatchEvent[M]) -> bool:
     return event.type is not EventType.DELETED
 
 
-def binding_spec_changed(event: WatchEvent[Binding]) -> bool:
-    """A binding came or its spec changed (its generation says so): an eviction reads only the
-    spec (where it runs, what it tolerates). Not the status that the scheduler and the executor
-    write, two or three times per binding in a failover."""
-    if event.type is not EventType.MODIFIED or event.old is None:
-        return event.type is EventType.ADDED
-    return event.old.metadata.generation != event.obj.metadata.generation
+def binding_inputs_changed(state: EvictorState) -> Callable[[WatchEvent[Binding]], bool]:
+    """What an eviction decides from changed: the binding came, a cluster was added to its
+    targets, or its tolerations changed. Not a status write (the scheduler's, the executor's), two
+    or three per binding in a failover; not a change that only drops an eviction task, nor one
+    that only takes clusters away (this evictor's own eviction among them), unless the binding
+    has an eviction pending or held back here, which may have gone with the cluster (and with a
+    deleted binding)."""
+
+    def changed(event: WatchEvent[Binding]) -> bool:
+        old, new = event.old, event.obj
+        if event.type is EventType.ADDED or (event.type is EventType.MODIFIED and old is None):
+            return True
+        if event.type is EventType.MODIFIED and old is not None:
+            if old.metadata.generation == new.metadata.generation:
+                return False
+            if old.spec.placement.cluster_tolerations != new.spec.placement.cluster_tolerations:
+                return True
+            before, after = {t.name for t in old.spec.clusters}, {t.name for t in new.spec.clusters}
+            if after - before:
+                return True
+            if after == before:
+                return False
+        key = key_of(new)
+        return key in state.pending or key in state.held
+
+    return changed
 
 
 def _eviction_inputs(cluster: cluster_pb2.Cluster) -> tuple[tuple[tuple[str, str, int], ...], str]:

@@ -9,7 +9,7 @@ from flotilla.api.conditions import set_condition
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from services.taint_manager import routing
-from services.taint_manager.evictor import EvictorState
+from services.taint_manager.evictor import EvictorState, Held, Pending
 from services.taint_manager.tolerations import needs_no_evicting
 from tests.unit.cache_fake import Cache
 
@@ -171,12 +171,45 @@ def generation(b: work_pb2.ResourceBinding, value: int) -> work_pb2.ResourceBind
     return b
 
 
-@pytest.mark.parametrize(("event", "looked_at"), [
-    (WatchEvent(ADDED, rb("web", "m1")), True),
-    (WatchEvent(DELETED, rb("web", "m1")), False),
-    (WatchEvent(MODIFIED, generation(rb("web", "m2"), 2), generation(rb("web", "m1"), 1)), True),
+def tolerating(b: work_pb2.ResourceBinding) -> work_pb2.ResourceBinding:
+    b.spec.placement.cluster_tolerations.add(key="dedicated", operator="Exists", effect="NoExecute")
+    return b
+
+
+def task_for(b: work_pb2.ResourceBinding, cluster: str) -> work_pb2.ResourceBinding:
+    b.spec.graceful_eviction_tasks.add(from_cluster=cluster)
+    return b
+
+
+WEB = "ResourceBinding:default/web"
+
+
+@pytest.mark.parametrize(("event", "state", "looked_at"), [
+    (WatchEvent(ADDED, rb("web", "m1")), None, True),
+    (WatchEvent(DELETED, rb("web", "m1")), None, False),
+    # Deleted with an eviction held back here: the hold goes.
+    (WatchEvent(DELETED, rb("web", "m1")), "held", True),
+    # Scheduled onto another cluster: it may have to leave it too.
+    (WatchEvent(MODIFIED, generation(rb("web", "m1", "m2"), 2), generation(rb("web", "m1"), 1)), None, True),
+    (WatchEvent(MODIFIED, generation(rb("web", "m2"), 2), generation(rb("web", "m1"), 1)), None, True),
+    (WatchEvent(MODIFIED, generation(tolerating(rb("web", "m1")), 2), generation(rb("web", "m1"), 1)), None, True),
+    # Evicted from m1 (this evictor's own write), or its task dropped: nothing more to decide...
+    (WatchEvent(MODIFIED, generation(task_for(rb("web", "m2"), "m1"), 2), generation(rb("web", "m1", "m2"), 1)),
+     None, False),
+    (WatchEvent(MODIFIED, generation(rb("web", "m2"), 3), generation(task_for(rb("web", "m2"), "m1"), 2)),
+     None, False),
+    # ... unless an eviction is pending or held here, which may have gone with the cluster.
+    (WatchEvent(MODIFIED, generation(rb("web", "m2"), 2), generation(rb("web", "m1", "m2"), 1)), "pending", True),
+    (WatchEvent(MODIFIED, generation(rb("web", "m2"), 2), generation(rb("web", "m1", "m2"), 1)), "held", True),
     # A status write (the scheduler's observation, the executor's aggregated status): same spec.
-    (WatchEvent(MODIFIED, generation(rb("web", "m1"), 1), generation(rb("web", "m1"), 1)), False),
+    (WatchEvent(MODIFIED, generation(rb("web", "m1"), 1), generation(rb("web", "m1"), 1)), "held", False),
 ])
-def test_a_binding_is_looked_at_when_it_comes_or_its_spec_changes(event: WatchEvent[Any], looked_at: bool) -> None:
-    assert routing.binding_spec_changed(event) is looked_at
+def test_a_binding_is_looked_at_when_what_its_eviction_reads_changes(
+        event: WatchEvent[Any], state: str | None, looked_at: bool) -> None:
+    evictor = EvictorState()
+    if state == "pending":
+        evictor.pending[WEB] = [Pending(WEB, "m1", datetime(2026, 1, 1, tzinfo=UTC))]
+    elif state == "held":
+        evictor.hold(Held(WEB, "m1", "held for a test"))
+    assert routing.binding_inputs_changed(evictor)(event) is looked_at
+    evictor.release_all()
