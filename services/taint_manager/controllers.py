@@ -22,7 +22,7 @@ from flotilla.api import bindings, registry
 from flotilla.api.bindings import Binding, keys_by_index
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
-from flotilla.runtime.controller import Controller, Reconciler
+from flotilla.runtime.controller import Controller
 from flotilla.runtime.manager import Manager
 from flotilla.runtime.sharing import Owned, binding_keys_in_bucket, index_binding_buckets
 from flotilla.store.base import StoreBase
@@ -77,7 +77,7 @@ class TaintManager:
                     owns: Callable[[str], bool] | None) -> None:
         """NoExecute eviction, per binding, for the buckets `owns` holds."""
         manager = self.manager
-        reconciler: Reconciler = BindingEvictionReconciler(
+        self.evictions = reconciler = BindingEvictionReconciler(
             store, clock, self.clusters, self.bindings, self.protection, self.admissions, config, events, tracer,
             self.state, self.times)
         self.evictor = manager.controller("binding-eviction", reconciler if owns is None else Owned(reconciler, owns),
@@ -121,6 +121,7 @@ class TaintManager:
         return binding_keys_in_bucket(self.bindings, bucket)
 
     def _answered(self, cluster: str, stored: Stored | None) -> None:
+        self.evictions.record_changed(cluster)
         if routing.answers(stored):
             for key in keys_by_index(self.bindings, routing.CLUSTER_INDEX, cluster):
                 self.evictor.enqueue(key)

@@ -143,7 +143,6 @@ class BindingEvictionReconciler:
         self.admissions = admissions
         # Clusters this replica asked the leader about, until their record changes.
         self._asked: set[str] = set()
-        admissions.on_change(lambda cluster, _: self._asked.discard(cluster))
         self.config = config
         self.events = events
         self.tracer = tracer or trace.get_tracer("flotilla.taint_manager")
@@ -186,6 +185,11 @@ class BindingEvictionReconciler:
         if due:
             await self._evict(rt, namespace, name, due, now)
         return Result(requeue_after=wake) if wake is not None else None
+
+    def record_changed(self, cluster: str) -> None:
+        """The cluster's admission record changed (came, was answered, or went): a binding due
+        to leave it asks again if it finds none."""
+        self._asked.discard(cluster)
 
     async def _admission(self, cluster: cluster_pb2.Cluster) -> Admission:
         """Whether mass-failure protection lets the binding leave the cluster now. Held back,
