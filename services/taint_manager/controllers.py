@@ -110,7 +110,7 @@ class TaintManager:
             clock, self.clusters, self.admissions, self.protection, events), workers=1)
         manager.watch(self.clusters, routing.cluster_name, self.admission, predicate=routing.admission_inputs_changed)
         # Protection's state changed: every cluster with a record may be decided otherwise.
-        manager.watch(self.clusters, lambda _: self.admissions.clusters(), self.admission,
+        manager.watch(self.clusters, routing.clusters_with_records(self.admissions), self.admission,
                       predicate=routing.protection_inputs_changed)
         admission = self.admission
         self._unsubscribe.append(self.admissions.on_change(lambda cluster, _: admission.enqueue(cluster)))

@@ -16,7 +16,7 @@ from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys
 from flotilla.store.informer import Informer
-from services.taint_manager.admissions import ADMITTED, HELD, Stored, taints_in_force
+from services.taint_manager.admissions import ADMITTED, HELD, AdmissionRecords, Stored, taints_in_force
 from services.taint_manager.evictor import EvictorState, user_taint_signature
 from services.taint_manager.protection import region_of
 from services.taint_manager.tolerations import current_taints, needs_no_evicting
@@ -127,6 +127,11 @@ def every_cluster(clusters: Informer[cluster_pb2.Cluster]) -> ToKeys[policy_pb2.
 
 def binding(kind: str) -> ToKeys[Binding]:
     return lambda event: [binding_key(kind, object_key(event.obj.metadata.namespace, event.obj.metadata.name))]
+
+
+def clusters_with_records(admissions: AdmissionRecords) -> ToKeys[cluster_pb2.Cluster]:
+    """Protection's state changed: each cluster with an admission record may be decided otherwise."""
+    return lambda _: admissions.clusters()
 
 
 def held_evictions(state: EvictorState) -> ToKeys[cluster_pb2.Cluster]:
