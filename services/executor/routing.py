@@ -348,10 +348,13 @@ def work_apply_state_changed(event: WatchEvent[work_pb2.Work]) -> bool:
         return False
     if lifecycle(event):
         return True
+    return _generation_or_finalizers_changed(event) or _applied(_old(event)) != _applied(event.obj)
+
+
+def _generation_or_finalizers_changed(event: WatchEvent[work_pb2.Work]) -> bool:
     old, new = _old(event), event.obj
     return (old.metadata.generation != new.metadata.generation
-            or list(old.metadata.finalizers) != list(new.metadata.finalizers)
-            or _applied(old) != _applied(new))
+            or list(old.metadata.finalizers) != list(new.metadata.finalizers))
 
 
 def work_apply_due(event: WatchEvent[work_pb2.Work]) -> bool:
@@ -362,12 +365,9 @@ def work_apply_due(event: WatchEvent[work_pb2.Work]) -> bool:
     if not work_apply_state_changed(event):
         return False
     new = event.obj
-    if event.type is not EventType.MODIFIED or lifecycle(event):
+    if event.type is not EventType.MODIFIED or lifecycle(event) or _generation_or_finalizers_changed(event):
         return True
-    old = _old(event)
-    return (old.metadata.generation != new.metadata.generation
-            or list(old.metadata.finalizers) != list(new.metadata.finalizers)
-            or _applied(new) != ("True", new.metadata.generation))
+    return _applied(new) != ("True", new.metadata.generation)
 
 
 def work(event: WatchEvent[work_pb2.Work]) -> list[str]:

@@ -12,14 +12,13 @@ from flotilla.api.bindings import Binding, binding_key, key_of, keys_by_index
 from flotilla.api.clusters import cluster_ready
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.keys import object_key
-from flotilla.api.taints import EFFECT_NO_EXECUTE
 from flotilla.api.v1 import cluster_pb2, policy_pb2
 from flotilla.runtime.manager import ToKeys
 from flotilla.store.informer import Informer
-from services.taint_manager.admissions import ADMITTED, HELD, AdmissionRecords, Stored, taints_in_force
+from services.taint_manager.admissions import ADMITTED, HELD, AdmissionRecords, Stored, Taint, taints_in_force
 from services.taint_manager.evictor import EvictorState, user_taint_signature
 from services.taint_manager.protection import region_of
-from services.taint_manager.tolerations import current_taints, needs_no_evicting
+from services.taint_manager.tolerations import needs_no_evicting
 
 CLUSTER_INDEX = "cluster"
 
@@ -88,10 +87,8 @@ def binding_inputs_changed(state: EvictorState) -> Callable[[WatchEvent[Binding]
     return changed
 
 
-def _eviction_inputs(cluster: cluster_pb2.Cluster) -> tuple[tuple[tuple[str, str, int], ...], str]:
-    no_execute = tuple((t.key, t.value, t.time_added.ToNanoseconds())
-                       for t in current_taints(cluster) if t.effect == EFFECT_NO_EXECUTE)
-    return no_execute, user_taint_signature(cluster)
+def _eviction_inputs(cluster: cluster_pb2.Cluster) -> tuple[frozenset[Taint], str]:
+    return taints_in_force(cluster), user_taint_signature(cluster)
 
 
 def eviction_inputs_changed(event: WatchEvent[cluster_pb2.Cluster]) -> bool:
