@@ -7,27 +7,28 @@ context); there is no default address here, so nothing silently reaches a plane 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ipaddress
 import itertools
+import logging
 from typing import Any
 from urllib.parse import urlparse
 
 import aetcd
 import aetcd.exceptions
 import aetcd.rpc
+import aetcd.rtypes
 import aetcd.utils
 import aetcd.watcher
 
 from flotilla.security.context import etcd_client_tls
 from flotilla.security.tls import TLSFiles, is_tls_endpoint
 
+log = logging.getLogger(__name__)
+
 # Watch IDs this process names itself: far above the ones etcd assigns when none is given.
 _watch_ids = itertools.count(1 << 32)
-
-
-class CrossedWatch(aetcd.exceptions.ClientError):  # type: ignore[misc]
-    """etcd's answer to a watch request was handed to another request (see `watch`)."""
 
 
 def parse_endpoints(endpoints: str) -> list[tuple[str, int]]:
@@ -64,6 +65,134 @@ def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return ipaddress.ip_address("127.0.0.1" if host == "localhost" else host)
     except ValueError:
         return None
+
+
+# Events one watch holds for a reader that has fallen behind it (a storm of writes, a busy loop):
+# past that the watch is dropped at the next revision and its reader resumes from there
+# (WatchBehind), so what it has not read yet waits in etcd, not in this process's memory. About
+# 1 MiB of Works or bindings; a reader that far behind is not held up by reading them again.
+WATCH_BACKLOG = 1024
+
+
+class CrossedWatch(aetcd.exceptions.ClientError):  # type: ignore[misc]
+    """etcd's answer to a watch request was handed to another request (see `watch`)."""
+
+
+class WatchBehind(aetcd.exceptions.ClientError):  # type: ignore[misc]
+    """The reader fell a backlog behind its watch, which is cancelled: every event before
+    `resume` was delivered, none from it on; a new watch from `resume` carries on."""
+
+    def __init__(self, resume: int, backlog: int) -> None:
+        super().__init__(f"the reader fell {backlog} events behind; resume from revision {resume}")
+        self.resume = resume
+
+
+class BoundedWatch:
+    """One watch's events, as aetcd's Watch gives them (each an `aetcd.rtypes.Event`), with a
+    bounded backlog. aetcd queues every event of a watch without bound, and all of a client's
+    watches share one stream read by one task, so a reader cannot slow the stream down without
+    stalling every other watch: instead, once `backlog` events wait, the watch stops taking any
+    and is cancelled at etcd, and the reader, after the events it holds, gets WatchBehind with the
+    revision to resume from. The cut falls between revisions, never inside one (a transaction's
+    events stay together), so a watch from `resume` neither repeats nor skips an event."""
+
+    def __init__(self, client: aetcd.Client, backlog: int) -> None:
+        self._client = client
+        self._backlog = backlog
+        self._events: collections.deque[Any] = collections.deque()
+        self._ready = asyncio.Event()
+        self._last_revision = 0
+        self._resume: int | None = None
+        self._closed = False
+        self._cancelling: asyncio.Task[None] | None = None
+        self.watch_id: int | None = None
+
+    @property
+    def cut_at(self) -> int | None:
+        """The revision the watch was cut at once its reader fell behind; None until then."""
+        return self._resume
+
+    async def deliver(self, event_or_error: Any) -> None:
+        """The watcher's callback, on the stream's task: never waits."""
+        if self._closed or self._resume is not None:
+            return
+        if isinstance(event_or_error, aetcd.rtypes.Event):
+            revision = int(event_or_error.kv.mod_revision)
+            if len(self._events) >= self._backlog and revision != self._last_revision:
+                self._resume = revision
+                # Stop etcd sending what would be dropped; the reader resumes on a new watch.
+                self._cancelling = asyncio.ensure_future(self._cancel_at_etcd())
+            else:
+                self._events.append(event_or_error)
+                self._last_revision = revision
+        else:
+            self._events.append(event_or_error)
+        self._ready.set()
+
+    def __aiter__(self) -> BoundedWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            if self._events:
+                item = self._events.popleft()
+                if isinstance(item, aetcd.rtypes.Event):
+                    return item
+                self._closed = True
+                if item is None:
+                    raise StopAsyncIteration
+                aetcd.exceptions._handle_exception(item)
+            if self._resume is not None:
+                self._closed = True
+                raise WatchBehind(self._resume, self._backlog)
+            if self._closed:
+                raise StopAsyncIteration
+            self._ready.clear()
+            await self._ready.wait()
+
+    async def cancel(self) -> None:
+        """No more events; etcd is told to stop sending them."""
+        self._closed = True
+        self._events.clear()
+        self._ready.set()
+        await self._cancel_at_etcd()
+
+    async def _cancel_at_etcd(self) -> None:
+        if self.watch_id is None:
+            return
+        try:
+            await self._client._watcher.cancel(self.watch_id)
+        except Exception:  # the stream may already be gone with the connection
+            log.debug("watch cancel failed", exc_info=True)
+
+
+async def watch(client: aetcd.Client, key: bytes, prefix: bool = False, backlog: int = WATCH_BACKLOG,
+                **options: Any) -> BoundedWatch:
+    """A watch (of a key, or of every key under a prefix) with a bounded backlog (BoundedWatch)
+    that stays correct across an etcd restart.
+
+    aetcd hands etcd's "created" answer to whichever watch request is pending. A create request
+    left queued by an attempt that timed out while etcd was down is sent once etcd is back, and
+    its answer would go to the next request: that watch would deliver another key's events, or
+    none. So each watch names its own ID; the watcher (`_Watcher`) cancels answers meant for
+    others, and should one still get through, it is refused here (the stray watch cancelled)
+    for the caller to retry as after any watch failure.
+    """
+    wanted = next(_watch_ids)
+    if prefix:
+        options["range_end"] = aetcd.utils.prefix_range_end(key)
+    got = BoundedWatch(client, backlog)
+    try:
+        await client.connect()
+        callback = await client._watcher.add_callback(key, got.deliver, watch_id=wanted, **options)
+    except aetcd.rpc.AioRpcError as e:
+        aetcd.exceptions._handle_exception(e)
+    got.watch_id = callback.watch_id
+    if got.watch_id != wanted:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(got.cancel(), 2)
+        raise CrossedWatch(f"etcd's answer for watch {got.watch_id} came for watch {wanted} of {key!r}")
+    return got
 
 
 class _Watcher(aetcd.watcher.Watcher):  # type: ignore[misc]
@@ -135,25 +264,3 @@ def make_client(endpoints: str, timeout: float | None = 10.0, tls: TLSFiles | No
         options["grpc.ssl_target_name_override"] = parse_endpoints(endpoints)[0][0]
     return _Client(host=host, port=int(port), timeout=timeout,
                    tls=(tls or etcd_client_tls(endpoints)) if secure else None, options=options)
-
-
-async def watch(client: aetcd.Client, key: bytes, prefix: bool = False, **options: Any) -> Any:
-    """`client.watch` (of a key, or of every key under a prefix) that stays correct across an
-    etcd restart.
-
-    aetcd hands etcd's "created" answer to whichever watch request is pending. A create request
-    left queued by an attempt that timed out while etcd was down is sent once etcd is back, and
-    its answer would go to the next request: that watch would deliver another key's events, or
-    none. So each watch names its own ID; the watcher (`_Watcher`) cancels answers meant for
-    others, and should one still get through, it is refused here (the stray watch cancelled)
-    for the caller to retry as after any watch failure.
-    """
-    wanted = next(_watch_ids)
-    if prefix:
-        options["range_end"] = aetcd.utils.prefix_range_end(key)
-    got = await client.watch(key, watch_id=wanted, **options)
-    if got.watch_id != wanted:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(got.cancel(), 2)
-        raise CrossedWatch(f"etcd's answer for watch {got.watch_id} came for watch {wanted} of {key!r}")
-    return got

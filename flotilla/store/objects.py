@@ -24,6 +24,7 @@ import aetcd.rtypes
 import aetcd.utils
 import grpc
 from aetcd.transactions import Create, Delete, Get, Mod, Put, Txn
+from prometheus_client import Counter
 
 from flotilla.aio.clock import Clock, RealClock
 from flotilla.api.keys import etcd_prefix
@@ -53,7 +54,7 @@ from flotilla.store.base import (
     resource_type_for_object,
     resource_type_of,
 )
-from flotilla.store.connect import make_client
+from flotilla.store.connect import WATCH_BACKLOG, WatchBehind, make_client
 from flotilla.store.connect import watch as checked_watch
 from flotilla.store.errors import Compacted, StoreError, Unavailable, Undecodable
 from flotilla.store.group_commit import GroupCommit
@@ -70,6 +71,12 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+WATCHES_RESUMED = Counter(
+    "flotilla_store_watches_resumed",
+    "Watches cut because their reader fell a backlog behind, and carried on from the cut on a new one",
+    ["prefix"],
+)
 
 # Keys per Range request of a list (kv_range).
 RANGE_PAGE = 1000
@@ -137,12 +144,15 @@ class Store(StoreBase):
         *,
         allow_plaintext: bool | None = None,
         accept_plaintext: bool | None = None,
+        watch_backlog: int = WATCH_BACKLOG,
     ) -> None:
         """`allow_plaintext`: with no `keys`, write Secrets and Works unencrypted (a plane run without
         encryption on purpose) instead of refusing; `accept_plaintext`: read plaintext ones as they
         are (the migration window). None takes each from its FLOTILLA_* variable, so every process
-        (the CLI, the plane, benchmarks) honours what a service takes from its flags."""
+        (the CLI, the plane, benchmarks) honours what a service takes from its flags.
+        `watch_backlog`: the events a watch holds for its reader (flotilla.store.connect.BoundedWatch)."""
         self.client = client
+        self.watch_backlog = watch_backlog
         self.clock = clock or RealClock()
         self.endpoints = endpoints
         self.keys = keys
@@ -373,27 +383,37 @@ class Store(StoreBase):
         await self._call(self.client.revoke_lease(lease))
 
     async def watch(self, prefix: str, start_revision: int) -> AsyncGenerator[KeyEvent, None]:
-        try:
-            watch: Any = await checked_watch(self.client, prefix.encode(), prefix=True, start_revision=start_revision)
-        except aetcd.exceptions.RevisionCompactedError as e:
-            raise Compacted(int(e.compacted_revision)) from e
-        except aetcd.exceptions.ClientError as e:
-            raise Unavailable(f"{self._where()}: watch failed: {e}") from e
-        try:
+        # A reader that falls a backlog behind (flotilla.store.connect.BoundedWatch) carries on
+        # from where its watch was cut, on a new one: it sees every event once, in order.
+        start = start_revision
+        while True:
             try:
-                async for event in watch:
-                    kv = event.kv
-                    kind = WatchKind.DELETE if event.kind == aetcd.rtypes.EventKind.DELETE else WatchKind.PUT
-                    key = kv.key.decode()
-                    value = (self._opened_or_marked(key, bytes(kv.value), int(kv.mod_revision))
-                             if kind == WatchKind.PUT else bytes(kv.value))
-                    yield KeyEvent(kind, key, value, int(kv.mod_revision))
+                watch: Any = await checked_watch(self.client, prefix.encode(), prefix=True, backlog=self.watch_backlog,
+                                                 start_revision=start)
             except aetcd.exceptions.RevisionCompactedError as e:
                 raise Compacted(int(e.compacted_revision)) from e
             except aetcd.exceptions.ClientError as e:
-                raise Unavailable(f"{self._where()}: watch broke: {e}") from e
-        finally:
-            await asyncio.shield(_cancel_quietly(watch))
+                raise Unavailable(f"{self._where()}: watch failed: {e}") from e
+            try:
+                try:
+                    async for event in watch:
+                        kv = event.kv
+                        kind = WatchKind.DELETE if event.kind == aetcd.rtypes.EventKind.DELETE else WatchKind.PUT
+                        key = kv.key.decode()
+                        value = (self._opened_or_marked(key, bytes(kv.value), int(kv.mod_revision))
+                                 if kind == WatchKind.PUT else bytes(kv.value))
+                        yield KeyEvent(kind, key, value, int(kv.mod_revision))
+                    return
+                except WatchBehind as e:
+                    WATCHES_RESUMED.labels(prefix=prefix).inc()
+                    log.debug("event=watch-resumed prefix=%s revision=%d", prefix, e.resume)
+                    start = e.resume
+                except aetcd.exceptions.RevisionCompactedError as e:
+                    raise Compacted(int(e.compacted_revision)) from e
+                except aetcd.exceptions.ClientError as e:
+                    raise Unavailable(f"{self._where()}: watch broke: {e}") from e
+            finally:
+                await asyncio.shield(_cancel_quietly(watch))
 
 
 async def _cancel_quietly(watch: Any) -> None:
