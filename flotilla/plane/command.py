@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_up.add_argument("--feature-gates", type=feature_gates, default={}, metavar="NAME=BOOL,...",
                       help="feature gates for every service that has them, e.g. StatefulFailoverInjection=true")
     p_up.add_argument("--replicas", type=positive_int, default=1, metavar="N",
-                      help="processes of every service, each leader-elected: one leads, the others stand by")
+                      help="processes of every service: the executor, scheduler, eviction service and taint manager "
+                           "divide their work among them; of the rest one leads and the others stand by")
     p_up.add_argument("--etcd-members", type=positive_int, default=1, metavar="N",
                       help="members of the embedded etcd, each with its own ports and data dir (e.g. 3)")
     p_up.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT, metavar="SECONDS",

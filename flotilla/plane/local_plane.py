@@ -279,7 +279,7 @@ class LocalControlPlane:
                            api_address=self.api_address)
 
     def instances(self, service: str) -> list[str]:
-        """The process names of a service's replicas (each elects, so one leads, the rest stand by)."""
+        """The process names of a service's replicas (`<service>-<i>`; the service's own name alone)."""
         return [service] if self.replicas == 1 else [f"{service}-{i}" for i in range(1, self.replicas + 1)]
 
     @property
