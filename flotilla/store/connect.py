@@ -69,8 +69,8 @@ def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 # Events one watch holds for a reader that has fallen behind it (a storm of writes, a busy loop):
 # past that the watch is dropped at the next revision and its reader resumes from there
-# (WatchBehind), so what it has not read yet waits in etcd, not in this process's memory. About
-# 1 MiB of Works or bindings; a reader that far behind is not held up by reading them again.
+# (WatchBehind), so what it has not read yet waits in etcd, not in this process's memory: a few
+# MiB of Works or bindings at most. A reader that far behind is not slowed by reading them again.
 WATCH_BACKLOG = 1024
 
 
