@@ -26,11 +26,11 @@ from prometheus_client import Counter
 
 from flotilla.aio.clock import Clock
 from flotilla.api.bindings import Binding, cached, kind_of
-from flotilla.api.conditions import FALSE, TRUE, get_condition, is_true, remove_condition, set_condition
+from flotilla.api.conditions import TRUE, get_condition, is_true, remove_condition, set_condition
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
-from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation
+from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation, scheduler_decided
 from flotilla.rules.failover_history import refresh
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import (
@@ -86,17 +86,6 @@ def health_of(binding: Binding) -> dict[str, str]:
     if fully_applied is None or fully_applied.observed_generation != binding.metadata.generation:
         return {}
     return {item.cluster_name: item.health for item in binding.status.aggregated_status}
-
-
-def scheduler_decided(binding: Binding) -> bool:
-    """The scheduler has looked at this generation: placed it, or found that no cluster fits
-    (a failed decision leaves schedulerObservedGeneration behind; its Scheduled condition
-    records the generation)."""
-    generation = binding.metadata.generation
-    if binding.status.scheduler_observed_generation == generation:
-        return True
-    scheduled = get_condition(binding.status.conditions, "Scheduled")
-    return scheduled is not None and scheduled.status == FALSE and scheduled.observed_generation == generation
 
 
 def open_failovers(binding: Binding) -> list[str]:

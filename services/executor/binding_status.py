@@ -25,7 +25,7 @@ from flotilla.api.bindings import Binding, parse_binding_key
 from flotilla.api.conditions import condition_status
 from flotilla.api.v1 import meta_pb2, work_pb2
 from flotilla.interpreter.customized import AGGREGATE_STATUS, CustomizedInterpreter
-from flotilla.rules.aggregated_status import FULLY_APPLIED, expected_clusters, set_fully_applied
+from flotilla.rules.aggregated_status import FULLY_APPLIED, awaits_reschedule, expected_clusters, set_fully_applied
 from flotilla.rules.binding_builder import template_content, template_object
 from flotilla.runtime.controller import Result
 from flotilla.store import NotFound, ObjectStore
@@ -57,7 +57,8 @@ def aggregate_into(binding: Binding, found: list[work_pb2.Work], now: datetime) 
 
 
 def aggregated(binding: Binding) -> bool:
-    return not works.is_deleting(binding) and binding.status.HasField("last_scheduled_time")
+    return (not works.is_deleting(binding) and binding.status.HasField("last_scheduled_time")
+            and not awaits_reschedule(binding))
 
 
 class BindingStatusReconciler:

@@ -23,6 +23,7 @@ from flotilla.api.keys import execution_namespace
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2, work_pb2
 from flotilla.api.wellknown import CPP_FINALIZER, PP_FINALIZER
+from flotilla.rules.aggregated_status import awaits_reschedule
 from flotilla.rules.binding_builder import template_content
 from flotilla.rules.overrides import OverridePolicy, implicit_priority
 from flotilla.rules.resource_selection import Match
@@ -288,8 +289,13 @@ def binding_spec_changed(event: WatchEvent[Binding]) -> bool:
 
 
 def binding_scheduled(event: WatchEvent[Binding]) -> bool:
-    return (generation_changed(event)
-            or _old(event).status.last_scheduled_time != event.obj.status.last_scheduled_time)
+    """A change the binding-status controller aggregates on: a new generation, a new placement, or
+    the scheduler's decision of this generation (an aggregation waits for it: awaits_reschedule)."""
+    if generation_changed(event):
+        return True
+    old = _old(event)
+    return (old.status.last_scheduled_time != event.obj.status.last_scheduled_time
+            or awaits_reschedule(old) != awaits_reschedule(event.obj))
 
 
 def propagates_deps(event: WatchEvent[Binding]) -> bool:

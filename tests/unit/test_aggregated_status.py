@@ -1,4 +1,5 @@
-"""What a task drop carries of the executor's aggregation (flotilla/rules/aggregated_status.py)."""
+"""What a task drop carries of the executor's aggregation, and when aggregation waits for the
+scheduler (flotilla/rules/aggregated_status.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation
+from flotilla.rules.aggregated_status import FULLY_APPLIED, awaits_reschedule, carry_aggregation, scheduler_decided
 from flotilla.store.base import copy_of
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -62,3 +63,39 @@ def test_a_status_kept_keeps_its_transition_time() -> None:
     carry_aggregation(before, after, LATER)
     condition = get_condition(after.status.conditions, FULLY_APPLIED)
     assert condition is not None and condition.last_transition_time.ToDatetime(tzinfo=UTC) == NOW
+
+
+def evicted(generation: int = 3, observed: int = 2, tasks: bool = True, scheduler: str = "",
+            suspended: bool = False, failed_for: int | None = None) -> work_pb2.ResourceBinding:
+    """A binding at `generation`, the scheduler's last decision at `observed`."""
+    binding = work_pb2.ResourceBinding()
+    binding.metadata.generation = generation
+    binding.status.scheduler_observed_generation = observed
+    binding.spec.scheduler_name = scheduler
+    binding.spec.suspension.scheduling = suspended
+    if tasks:
+        binding.spec.graceful_eviction_tasks.add(from_cluster="member1")
+    if failed_for is not None:
+        binding.status.conditions.add(type="Scheduled", status="False", reason="NoClusterFit",
+                                      observed_generation=failed_for)
+    return binding
+
+
+@pytest.mark.parametrize(("binding", "decided", "waits"), [
+    # Just evicted: the scheduler has yet to decide the new generation; aggregation waits.
+    (evicted(), False, True),
+    # The scheduler decided it (placed it, or found nothing fits for this generation).
+    (evicted(observed=3), True, False),
+    (evicted(failed_for=3), True, False),
+    (evicted(failed_for=2), False, True),
+    # No failover open: aggregation never waits (a scheduler that is down stops nothing else).
+    (evicted(tasks=False), False, False),
+    # Nothing may come to end the wait: another scheduler's binding, or scheduling suspended.
+    (evicted(scheduler="my-scheduler"), False, False),
+    (evicted(scheduler="default-scheduler"), False, True),
+    (evicted(suspended=True), False, False),
+])
+def test_aggregation_waits_only_for_the_scheduler_of_an_open_failover(
+        binding: work_pb2.ResourceBinding, decided: bool, waits: bool) -> None:
+    assert scheduler_decided(binding) is decided
+    assert awaits_reschedule(binding) is waits

@@ -26,7 +26,6 @@ from services.eviction.graceful import (
     EVICTION_BLOCKED,
     GracefulEvictionConfig,
     GracefulEvictionReconciler,
-    scheduler_decided,
 )
 from tests.eviction_support import aggregated_for_this_generation, others_catch_up
 from tests.factories import make_cluster
@@ -208,17 +207,6 @@ async def test_never_waits_for_the_user(store: MemoryStore) -> None:
 
         await store.mutate(registry.RESOURCE_BINDING, "default", "nginx-deployment", confirm)
         await watch.until(lambda: tasks_of(controllers) == [])
-
-
-def test_a_failed_decision_for_this_generation_counts_as_decided() -> None:
-    rb = binding({}, ["member1"])
-    rb.metadata.generation = 4
-    rb.status.scheduler_observed_generation = 2
-    assert not scheduler_decided(rb)
-    rb.status.conditions.add(type="Scheduled", status="False", reason="NoClusterFit", observed_generation=3)
-    assert not scheduler_decided(rb)
-    rb.status.conditions[0].observed_generation = 4
-    assert scheduler_decided(rb)
 
 
 def test_the_last_binding_of_a_failover_closes_it_with_the_whole_rto() -> None:

@@ -9,6 +9,7 @@ from flotilla.api import codec, wellknown
 from flotilla.api.conditions import set_condition
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.store.base import copy_of
 from services.executor import routing
 from tests.unit.cache_fake import Cache
 
@@ -70,6 +71,18 @@ def test_binding_predicates(event: WatchEvent[Any], spec: bool, scheduled: bool,
     assert routing.binding_scheduled(event) is scheduled
     assert routing.propagates_deps(event) is deps
     assert routing.binding("ResourceBinding")(event) == ["ResourceBinding:default/web-deployment"]
+
+
+def test_the_schedulers_decision_of_an_evicted_binding_brings_its_aggregation() -> None:
+    """Aggregation waits while the scheduler has yet to decide an evicted binding's generation
+    (awaits_reschedule); the decision, even one that writes no placement, ends the wait."""
+    waiting = rb("web-deployment", 3)
+    waiting.spec.graceful_eviction_tasks.add(from_cluster="member1")
+    waiting.status.scheduler_observed_generation = 2
+    decided = copy_of(waiting)
+    decided.status.scheduler_observed_generation = 3
+    assert routing.binding_scheduled(WatchEvent(MODIFIED, decided, waiting))
+    assert not routing.binding_scheduled(WatchEvent(MODIFIED, copy_of(decided), decided))
 
 
 def test_an_attached_binding_that_goes_brings_back_its_workloads() -> None:
