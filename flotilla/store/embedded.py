@@ -59,18 +59,26 @@ def ephemeral_ports(path: Path = EPHEMERAL_RANGE_FILE) -> range:
     return range(low, high + 1)
 
 
-def free_port(host: str = "127.0.0.1", rng: random.Random | None = None) -> int:
+# Ports this process has handed out: a server is often started only after the next port is
+# picked (a plane picks every process's ports first), so a port still free may be promised already.
+_HANDED_OUT: set[int] = set()
+
+
+def free_port(host: str = "127.0.0.1", rng: random.Random | None = None,
+              handed_out: set[int] | None = None) -> int:
     """A port nothing is bound to, for a server about to start. The kernel's own choice (a bind
     to port 0) comes from the range it hands out to outgoing connections, and a busy test run
     makes thousands of them: one can take such a port between its choice and the server's bind
     ("Address already in use"). So the port is picked where no connection goes, unless the
-    kernel's range covers it all."""
+    kernel's range covers it all, and never one this process handed out before (`handed_out`)."""
     rng = rng or random.SystemRandom()
+    promised = _HANDED_OUT if handed_out is None else handed_out
     ephemeral = ephemeral_ports()
     if not (ephemeral.start <= LISTEN_PORTS.start and LISTEN_PORTS.stop <= ephemeral.stop):
         for _ in range(100):
             port = rng.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop)
-            if port not in ephemeral and port_is_free(port, host, reuse_address=False):
+            if port not in ephemeral and port not in promised and port_is_free(port, host, reuse_address=False):
+                promised.add(port)
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))

@@ -17,12 +17,20 @@ def test_the_port_is_outside_the_kernels_range_for_outgoing_connections() -> Non
 
 
 def test_a_port_something_is_bound_to_is_passed_over() -> None:
-    taken = free_port(rng=random.Random(7))
+    taken = free_port(rng=random.Random(7), handed_out=set())
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", taken))
         s.listen()
         # The same seed picks `taken` first, finds it bound, and goes on.
-        assert free_port(rng=random.Random(7)) != taken
+        assert free_port(rng=random.Random(7), handed_out=set()) != taken
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_its_server_binds_it() -> None:
+    handed_out: set[int] = set()
+    first = free_port(rng=random.Random(11), handed_out=handed_out)
+    # Nothing listens on `first` yet; the same seed picks it first again, and passes it over.
+    assert free_port(rng=random.Random(11), handed_out=handed_out) != first
+    assert first in handed_out
 
 
 def test_the_port_can_be_listened_on() -> None:
