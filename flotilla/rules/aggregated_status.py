@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from flotilla.api.bindings import Binding
-from flotilla.api.conditions import FALSE, get_condition, set_condition
+from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
 from flotilla.api.wellknown import DEFAULT_SCHEDULER
+from flotilla.rules.scheduler_state import handled_by, scheduler_decided
 
 FULLY_APPLIED = "FullyApplied"
-SCHEDULED = "Scheduled"
 FULLY_APPLIED_SUCCESS = ("FullyAppliedSuccess", "All works have been successfully applied")
 FULLY_APPLIED_FAILED = ("FullyAppliedFailed", "Failed to apply all works, see status.aggregatedStatus for details")
 # `Immediately` is the pre-v1.15 spelling of `Directly`.
@@ -93,24 +93,12 @@ def carry_aggregation(before: Binding, after: Binding, now: datetime) -> bool:
     return set_fully_applied(after, expected, now) or dropped
 
 
-def scheduler_decided(binding: Binding) -> bool:
-    """The scheduler has looked at this generation: placed it, or found that no cluster fits
-    (a failed decision leaves schedulerObservedGeneration behind; its Scheduled condition
-    records the generation)."""
-    generation = binding.metadata.generation
-    if binding.status.scheduler_observed_generation == generation:
-        return True
-    scheduled = get_condition(binding.status.conditions, SCHEDULED)
-    return scheduled is not None and scheduled.status == FALSE and scheduled.observed_generation == generation
-
-
 def awaits_reschedule(binding: Binding) -> bool:
     """A binding just evicted from a cluster (a graceful eviction task open) whose generation the
     default scheduler has yet to decide. Its aggregation waits for that decision, which comes
     next and changes what is expected: FullyApplied judged for the generation in between would
     be read by nobody (the eviction service decides a task only once the scheduler has), and
     cost a write of the binding that every service reads. Not for a binding another scheduler
-    places, or whose scheduling is suspended: nothing may come to end the wait."""
-    spec = binding.spec
-    return (bool(spec.graceful_eviction_tasks) and (spec.scheduler_name or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
-            and not spec.suspension.scheduling and not scheduler_decided(binding))
+    places, whose scheduling is suspended or that no policy claims: nothing may come to end the wait."""
+    return (bool(binding.spec.graceful_eviction_tasks) and handled_by(binding, DEFAULT_SCHEDULER)
+            and not scheduler_decided(binding))

@@ -14,13 +14,7 @@ from functools import lru_cache
 
 from flotilla.api import codec, jsonbytes
 from flotilla.api.v1 import policy_pb2, work_pb2
-from flotilla.api.wellknown import (
-    APPLIED_PLACEMENT_ANNOTATION,
-    CPP_PERMANENT_ID_LABEL,
-    DEFAULT_SCHEDULER,
-    MANAGED_BY_LABEL,
-    PP_PERMANENT_ID_LABEL,
-)
+from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION
 from flotilla.scheduler.placement import DIVIDED, DUPLICATED, effective_placement, is_workload, reschedule_requested
 
 
@@ -118,20 +112,3 @@ def replicas_changed(spec: work_pb2.ResourceBindingSpec) -> bool:
     if kind == DIVIDED:
         return sum(target.replicas for target in spec.clusters) != spec.replicas
     return False
-
-
-# A policy (or, for attached bindings, another binding) claimed the binding: Karmada's
-# scheduler leaves alone bindings that nothing claims.
-CLAIM_LABELS = (PP_PERMANENT_ID_LABEL, CPP_PERMANENT_ID_LABEL, MANAGED_BY_LABEL)
-
-
-def handled_by(binding: work_pb2.ResourceBinding | work_pb2.ClusterResourceBinding, scheduler_name: str) -> bool:
-    """Whether this scheduler places the binding: its schedulerName (empty means the default
-    scheduler), scheduling not suspended, and claimed by a policy."""
-    spec = binding.spec
-    if (spec.scheduler_name or DEFAULT_SCHEDULER) != scheduler_name:
-        return False
-    if spec.suspension.scheduling:
-        return False
-    labels = binding.metadata.labels
-    return any(labels.get(label) for label in CLAIM_LABELS)

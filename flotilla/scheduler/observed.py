@@ -14,8 +14,7 @@ from datetime import datetime
 
 from flotilla.api.bindings import Binding
 from flotilla.api.conditions import get_condition, set_condition
-
-SCHEDULED = "Scheduled"
+from flotilla.rules.scheduler_state import SCHEDULED
 
 
 def observe(binding: Binding) -> bool:

@@ -19,11 +19,12 @@ from enum import Enum
 
 from flotilla.api.bindings import Binding
 from flotilla.api.conditions import TRUE, get_condition
+from flotilla.rules.scheduler_state import SCHEDULED
 from flotilla.scheduler.affinities import terms_to_try
 from flotilla.scheduler.binding_info import binding_info, for_cluster_affinity, for_term
 from flotilla.scheduler.framework import Framework, PluginFailure
 from flotilla.scheduler.need_schedule import Trigger, need_schedule
-from flotilla.scheduler.observed import SCHEDULED, carry_scheduled, observe
+from flotilla.scheduler.observed import carry_scheduled, observe
 from flotilla.scheduler.placement import effective_placement, is_workload, reschedule_requested
 from flotilla.scheduler.plugin_api import ClusterInfo
 

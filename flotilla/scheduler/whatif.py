@@ -26,10 +26,10 @@ from flotilla.api.taints import (
     tolerated_indefinitely,
 )
 from flotilla.api.v1 import cluster_pb2, meta_pb2, policy_pb2
+from flotilla.rules.scheduler_state import handled_by
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import CapacityLedger, replica_request
 from flotilla.scheduler.framework import Framework
-from flotilla.scheduler.need_schedule import handled_by
 from flotilla.scheduler.placement import is_workload
 
 # The taint the taint manager puts on a cluster that stopped being Ready.

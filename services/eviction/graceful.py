@@ -30,8 +30,9 @@ from flotilla.api.conditions import TRUE, get_condition, is_true, remove_conditi
 from flotilla.api.keys import object_key
 from flotilla.api.v1 import cluster_pb2, work_pb2
 from flotilla.api.wellknown import DIRECTLY_PURGE_PENDING_CONDITION
-from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation, scheduler_decided
+from flotilla.rules.aggregated_status import FULLY_APPLIED, carry_aggregation
 from flotilla.rules.failover_history import refresh
+from flotilla.rules.scheduler_state import scheduler_decided
 from flotilla.runtime.controller import Result
 from flotilla.runtime.tracecontext import (
     FAILOVER_RTO_SECONDS,

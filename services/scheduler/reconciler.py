@@ -33,13 +33,14 @@ from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import meta_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION, DEFAULT_SCHEDULER, TRACEPARENT_ANNOTATION
 from flotilla.rules.failover_history import refresh
+from flotilla.rules.scheduler_state import SCHEDULED, handled_by
 from flotilla.runtime.controller import Result
 from flotilla.runtime.flags import flag
 from flotilla.runtime.tracecontext import context_from, failover_attributes, traceparent
 from flotilla.scheduler import core, metrics
 from flotilla.scheduler.capacity import CapacityLedger, Request, replica_request
 from flotilla.scheduler.framework import Framework, Unfit
-from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule
+from flotilla.scheduler.need_schedule import Trigger, applied_placement, need_schedule
 from flotilla.scheduler.observed import observe
 from flotilla.scheduler.placement import is_workload, returning_clusters
 from flotilla.store import Conflict, NotFound, ObjectStore, Undecodable
@@ -50,7 +51,6 @@ from services.scheduler.cluster_snapshots import ClusterView
 
 log = logging.getLogger(__name__)
 
-SCHEDULED = "Scheduled"
 EVENT_SUCCEEDED = "ScheduleBindingSucceed"
 EVENT_FAILED = "ScheduleBindingFailed"
 # Clusters named per reason in the log line and on the span; the rest are counted.

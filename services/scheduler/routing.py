@@ -12,11 +12,11 @@ from flotilla.api.clusters import cluster_ready
 from flotilla.api.conditions import FALSE, get_condition
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2
+from flotilla.rules.scheduler_state import SCHEDULED
 from flotilla.runtime.manager import ToKeys
 from flotilla.scheduler.plugin_api import AffinityMatcher, ClusterInfo
 from flotilla.store.base import object_key_of
 from flotilla.store.informer import Informer
-from services.scheduler.reconciler import SCHEDULED
 
 M = TypeVar("M", bound=Message)
 

@@ -14,11 +14,12 @@ from flotilla.api import registry
 from flotilla.api.bindings import BINDING_KINDS, Binding
 from flotilla.api.registry import ResourceType
 from flotilla.api.v1 import scheduler_pb2, scheduler_pb2_grpc
+from flotilla.rules.scheduler_state import handled_by
 from flotilla.scheduler import core
 from flotilla.scheduler.capacity import NoReservations, Reservations
 from flotilla.scheduler.framework import Framework
 from flotilla.scheduler.messages import decision_message
-from flotilla.scheduler.need_schedule import handled_by, need_schedule
+from flotilla.scheduler.need_schedule import need_schedule
 from flotilla.scheduler.whatif import what_if
 from flotilla.security.rbac import Request
 from flotilla.security.storage_access import SYSTEM_GROUP

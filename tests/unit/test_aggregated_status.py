@@ -9,7 +9,8 @@ import pytest
 
 from flotilla.api.conditions import get_condition, set_condition
 from flotilla.api.v1 import work_pb2
-from flotilla.rules.aggregated_status import FULLY_APPLIED, awaits_reschedule, carry_aggregation, scheduler_decided
+from flotilla.rules.aggregated_status import FULLY_APPLIED, awaits_reschedule, carry_aggregation
+from flotilla.rules.scheduler_state import scheduler_decided
 from flotilla.store.base import copy_of
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -66,9 +67,11 @@ def test_a_status_kept_keeps_its_transition_time() -> None:
 
 
 def evicted(generation: int = 3, observed: int = 2, tasks: bool = True, scheduler: str = "",
-            suspended: bool = False, failed_for: int | None = None) -> work_pb2.ResourceBinding:
-    """A binding at `generation`, the scheduler's last decision at `observed`."""
+            suspended: bool = False, failed_for: int | None = None, claimed: bool = True) -> work_pb2.ResourceBinding:
+    """A binding a policy claims, at `generation`, the scheduler's last decision at `observed`."""
     binding = work_pb2.ResourceBinding()
+    if claimed:
+        binding.metadata.labels["propagationpolicy.karmada.io/permanent-id"] = "p-1"
     binding.metadata.generation = generation
     binding.status.scheduler_observed_generation = observed
     binding.spec.scheduler_name = scheduler
@@ -90,10 +93,12 @@ def evicted(generation: int = 3, observed: int = 2, tasks: bool = True, schedule
     (evicted(failed_for=2), False, True),
     # No failover open: aggregation never waits (a scheduler that is down stops nothing else).
     (evicted(tasks=False), False, False),
-    # Nothing may come to end the wait: another scheduler's binding, or scheduling suspended.
+    # Nothing may come to end the wait: another scheduler's binding, scheduling suspended, or
+    # no policy claiming the binding (the scheduler leaves it alone).
     (evicted(scheduler="my-scheduler"), False, False),
     (evicted(scheduler="default-scheduler"), False, True),
     (evicted(suspended=True), False, False),
+    (evicted(claimed=False), False, False),
 ])
 def test_aggregation_waits_only_for_the_scheduler_of_an_open_failover(
         binding: work_pb2.ResourceBinding, decided: bool, waits: bool) -> None:

@@ -77,6 +77,7 @@ def test_the_schedulers_decision_of_an_evicted_binding_brings_its_aggregation() 
     """Aggregation waits while the scheduler has yet to decide an evicted binding's generation
     (awaits_reschedule); the decision, even one that writes no placement, ends the wait."""
     waiting = rb("web-deployment", 3)
+    waiting.metadata.labels["propagationpolicy.karmada.io/permanent-id"] = "p-1"
     waiting.spec.graceful_eviction_tasks.add(from_cluster="member1")
     waiting.status.scheduler_observed_generation = 2
     decided = copy_of(waiting)

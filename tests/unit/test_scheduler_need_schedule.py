@@ -9,7 +9,8 @@ import pytest
 from flotilla.api import codec
 from flotilla.api.v1 import policy_pb2, work_pb2
 from flotilla.api.wellknown import APPLIED_PLACEMENT_ANNOTATION
-from flotilla.scheduler.need_schedule import Trigger, applied_placement, handled_by, need_schedule, placement_changed
+from flotilla.rules.scheduler_state import handled_by
+from flotilla.scheduler.need_schedule import Trigger, applied_placement, need_schedule, placement_changed
 
 DIVIDED = {"clusterAffinity": {"clusterNames": ["m1", "m2"]},
            "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}
