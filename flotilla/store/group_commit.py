@@ -7,11 +7,14 @@ same writes cost both sides a fraction of that.
 
 Every operation stays what it is alone: its own nested transaction (its own compare, its own
 success), so one that fails its compare fails alone. What group commit adds is that operations
-submitted while earlier batches are under way wait and leave together, at most `max_ops` (etcd's
---max-txn-ops is 128 by default) and `max_bytes` at a time, one operation per key per batch
-(etcd refuses a transaction that writes a key twice). An idle process sends each operation at
-once, alone, with no wait. A batch that etcd refuses as a whole (a lapsed lease, too large a
-request) is retried one operation at a time, so only the culprit sees the error.
+submitted while a batch is under way wait and leave together when it returns, at most `max_ops`
+(etcd's --max-txn-ops is 128 by default) and `max_bytes` at a time, one operation per key per
+batch (etcd refuses a transaction that writes a key twice). An idle process sends each operation
+at once, alone, with no wait. Only a full batch leaves beside one under way (up to `in_flight`
+at once): a process with a few operations a turn sends them in a few large requests, not many
+small ones, and one with more than a batch's worth waiting is not held to one request at a
+time. A batch that etcd refuses as a whole (a lapsed lease, too large a request) is retried one
+operation at a time, so only the culprit sees the error.
 """
 
 from __future__ import annotations
@@ -62,15 +65,24 @@ class GroupCommit(Generic[Op, Result]):
         loop = asyncio.get_running_loop()
         queued: _Queued[Op, Result] = _Queued(key, size, op, loop.create_future())
         self._pending.append(queued)
-        if not self._scheduled and self._sending < self.in_flight:
+        if not self._scheduled and self._may_send():
             # On the next turn of the loop: what the other tasks submit on this one goes along.
             self._scheduled = True
             loop.call_soon(self._dispatch)
         return await queued.future
 
+    def _may_send(self) -> bool:
+        """Whether a batch leaves now: when none is under way, or when a full one waits and
+        fewer than `in_flight` are under way (a batch returning sends what waits)."""
+        if not self._pending:
+            return False
+        if self._sending == 0:
+            return True
+        return self._sending < self.in_flight and len(self._pending) >= self.max_ops
+
     def _dispatch(self) -> None:
         self._scheduled = False
-        while self._pending and self._sending < self.in_flight:
+        while self._may_send():
             batch = self._take()
             if not batch:
                 break

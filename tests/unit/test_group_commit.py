@@ -78,21 +78,40 @@ async def test_a_key_is_in_a_batch_once_and_its_second_operation_keeps_its_place
     assert sender.batches == [["k1", "j1", "i1"], ["k2"], ["k3"]]
 
 
-async def test_while_batches_are_under_way_newer_operations_wait_and_leave_together() -> None:
+async def test_while_a_batch_is_under_way_newer_operations_wait_for_it_and_leave_together() -> None:
     sender = Sender()
     sender.gate = asyncio.Event()
-    commit = group(sender, in_flight=2)
-    first = [asyncio.create_task(commit.submit(b"a", "a"))]
+    commit = group(sender, in_flight=4)
+    first = asyncio.create_task(commit.submit(b"a", "a"))
     await sent(sender, 1)
-    first.append(asyncio.create_task(commit.submit(b"b", "b")))
+    waiting = []
+    for k in "bcdef":  # one a turn: each alone would have been a batch of its own
+        waiting.append(asyncio.create_task(commit.submit(k.encode(), k)))
+        for _ in range(3):
+            await asyncio.sleep(0)
+    assert sender.batches == [["a"]]
+    sender.gate.set()
+    assert await asyncio.gather(first, *waiting) == ["A", "B", "C", "D", "E", "F"]
+    assert sender.batches == [["a"], ["b", "c", "d", "e", "f"]]
+
+
+async def test_a_full_batch_leaves_beside_one_under_way_up_to_in_flight() -> None:
+    sender = Sender()
+    sender.gate = asyncio.Event()
+    commit = group(sender, in_flight=2, max_ops=2)
+    first = asyncio.create_task(commit.submit(b"a", "a"))
+    await sent(sender, 1)
+    full = [asyncio.create_task(commit.submit(k.encode(), k)) for k in "bcd"]
     await sent(sender, 2)
-    waiting = [asyncio.create_task(commit.submit(k.encode(), k)) for k in "cdef"]
+    more = [asyncio.create_task(commit.submit(k.encode(), k)) for k in "ef"]
     for _ in range(10):
         await asyncio.sleep(0)
-    assert sender.batches == [["a"], ["b"]]
+    # Two under way: "d" and the full "e", "f" wait until one returns.
+    assert sender.batches == [["a"], ["b", "c"]]
     sender.gate.set()
-    assert await asyncio.gather(*first, *waiting) == ["A", "B", "C", "D", "E", "F"]
-    assert sender.batches == [["a"], ["b"], ["c", "d", "e", "f"]]
+    assert await asyncio.gather(first, *full, *more) == ["A", "B", "C", "D", "E", "F"]
+    assert sender.batches[:2] == [["a"], ["b", "c"]]
+    assert sorted(op for batch in sender.batches[2:] for op in batch) == ["d", "e", "f"]
 
 
 async def test_a_batch_refused_as_a_whole_is_retried_one_by_one_so_only_the_culprit_fails() -> None:
