@@ -8,7 +8,8 @@ Pure functions. The template status follows Karmada's native AggregateStatus:
   current generation (`resourceTemplateGeneration` in the collected status, else the generation
   its Work was rendered from) and its controller has observed its own latest spec (`generation`
   == `observedGeneration` when the collected status carries `generation`, as Karmada's
-  reflected status does); otherwise it stays as it was.
+  reflected status does); otherwise it stays as it was. A target cluster without a status item
+  yet has not caught up (docs/differences.md).
 - Job: active, succeeded and failed summed, the earliest startTime, the latest completionTime
   once every member completed, a Failed condition naming the members where it failed and a
   Complete condition once it completed everywhere; a finished Job's status is never rewritten.
@@ -138,8 +139,12 @@ def _caught_up(status: Mapping[str, Any] | None, generation: int, dispatched: in
 
 
 def template_status(template: meta_pb2.Unstructured, items: Sequence[work_pb2.AggregatedStatusItem],
-                    dispatched: Mapping[str, int], now: datetime) -> dict[str, Any] | None:
-    """The template's aggregated status, or None for a kind without status aggregation."""
+                    dispatched: Mapping[str, int], now: datetime,
+                    targets: Iterable[str] = ()) -> dict[str, Any] | None:
+    """The template's aggregated status, or None for a kind without status aggregation.
+
+    `targets`: the clusters the binding places the template on; one with no item yet (its Work
+    not made, or not yet seen) has not caught up either."""
     kind = (template.api_version, template.kind)
     old = template_content(template).get("status")
     old = old if isinstance(old, dict) else {}
@@ -155,7 +160,9 @@ def template_status(template: meta_pb2.Unstructured, items: Sequence[work_pb2.Ag
         if total or field in always:
             new[field] = total
     generation = template.metadata.generation
-    if all(_caught_up(status, generation, dispatched.get(cluster)) for cluster, status in members):
+    reported = dict(members)
+    if all(_caught_up(reported.get(cluster), generation, dispatched.get(cluster))
+           for cluster in {*reported, *targets}):
         observed = generation
     else:
         observed = _int(old, "observedGeneration")

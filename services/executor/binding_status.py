@@ -128,8 +128,8 @@ class BindingStatusReconciler:
                 return
 
         def change(template: meta_pb2.Unstructured) -> bool:
-            status = scripted if scripted is not None else aggregation.template_status(template, items, dispatched,
-                                                                                       now)
+            status = scripted if scripted is not None else aggregation.template_status(
+                template, items, dispatched, now, [c.name for c in binding.spec.clusters])
             content = template_content(template)
             if status is None or status == (content.get("status") or {}):
                 return False

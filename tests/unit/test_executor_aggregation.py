@@ -145,6 +145,24 @@ def test_observed_generation_waits_for_every_member(member_status: dict[str, Any
     assert result["observedGeneration"] == observed
 
 
+@pytest.mark.parametrize(("reported", "targets", "expected"), [
+    # Scheduled, no Work seen yet: a fresh template gets no status at all (nothing written).
+    ((), ["m1"], {}),
+    # One target reported and caught up, the other not yet: not observed.
+    ((("m1", {**deployment(1, 1), "resourceTemplateGeneration": 2}),), ["m1", "m2"],
+     {"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}),
+    # Every target caught up.
+    ((("m1", {**deployment(1, 1), "resourceTemplateGeneration": 2}),), ["m1"],
+     {"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1, "observedGeneration": 2}),
+    # Placed nowhere: nothing to wait for, as Karmada.
+    ((), [], {"observedGeneration": 2}),
+])
+def test_a_target_cluster_without_a_status_has_not_caught_up(
+        reported: tuple[tuple[str, dict[str, Any]], ...], targets: list[str], expected: dict[str, Any]) -> None:
+    result = aggregation.template_status(template("apps/v1", "Deployment"), items(*reported), {}, NOW, targets)
+    assert result == expected
+
+
 @pytest.mark.parametrize(("api_version", "kind", "members", "expected"), [
     ("apps/v1", "StatefulSet",
      [{"replicas": 1, "readyReplicas": 1, "currentReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1},
