@@ -568,8 +568,8 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
 
 @contextlib.asynccontextmanager
 async def profiled(pids: dict[str, int]) -> AsyncIterator[None]:
-    """With FLOTILLA_CPROFILE_DIR set, each service profiles itself over the failover
-    (flotilla.runtime.profiling); otherwise nothing."""
+    """With FLOTILLA_CPROFILE_DIR set, each service profiles itself over the window: the rollout,
+    then each failover, a file each (flotilla.runtime.profiling); otherwise nothing."""
     services = [pid for name, pid in pids.items() if not name.startswith(("etcd", "sim"))]
     if not os.environ.get(profiling.ENV):
         yield
@@ -631,7 +631,7 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         address = await sim_address(store)
         pairs = sorted(set(layout.pairs))
         rollout = ProcessWatch(pids)
-        async with rollout.window():
+        async with rollout.window(), profiled(pids):
             started = time.monotonic()
             await apply_all(store, [policy_doc(p, b) for p, b in pairs], opts.in_flight)
             await apply_all(store, [deployment_doc(i, p, b, opts.replicas) for i, (p, b) in enumerate(layout.pairs)],
