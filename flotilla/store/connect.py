@@ -151,11 +151,12 @@ class BoundedWatch:
             await self._ready.wait()
 
     async def cancel(self) -> None:
-        """No more events; etcd is told to stop sending them."""
+        """No more events; etcd is told to stop sending them (once: a watch cut for a reader
+        behind it was told already)."""
         self._closed = True
         self._events.clear()
         self._ready.set()
-        await self._cancel_at_etcd()
+        await (self._cancelling or self._cancel_at_etcd())
 
     async def _cancel_at_etcd(self) -> None:
         if self.watch_id is None:
