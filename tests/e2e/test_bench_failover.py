@@ -65,6 +65,9 @@ def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
     assert all(p["cpu_s"] >= 0 and p["peak_rss_mib"] > 0 for p in failover["processes"].values())
     assert set(failover["harness_processes"]) == {"bench", "readyz_probe"}
     assert failover["harness_processes"]["bench"]["cpu_s"] > 0
+    # The settled plane's cost before the fault, which the failover's window pays too.
+    assert set(failover["idle_cores"]) == set(failover["processes"])
+    assert all(cores is not None and cores >= 0 for cores in failover["idle_cores"].values())
     per_binding = failover["cpu_ms_per_evicted_binding"]
     assert set(per_binding) == set(failover["processes"]) and per_binding["executor"] > 0
     # The one evicted binding passed through the controllers of every service on its way.

@@ -76,6 +76,8 @@ FAULTS = ("down", "unreachable")
 EVENTS_SETTLE_TIMEOUT = 60.0
 # The write-counting watch is behind etcd by its delivery queue at most; a minute means it broke.
 WRITES_CATCH_UP_TIMEOUT = 60.0
+# How long the settled plane is watched before each fault, for what it spends doing nothing.
+IDLE_WINDOW_S = 5.0
 
 # The least each configured wait can be; what is left is Flotilla's own time.
 FAST_WAITS = {
@@ -485,6 +487,7 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
     from flotilla.plane import simclient
 
     events_settled_s = await events_written(lambda: events_queued(store), EVENTS_SETTLE_TIMEOUT)
+    idle = await idle_cores(pids)
     rt = registry.RESOURCE_BINDING
     # The bindings on the victim now (a false failover during the rollout moves some away).
     # Listed afresh: the rollout's informer is gone, and each failover of a sweep needs the
@@ -551,6 +554,9 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
             "writes_by_resource": dict(sorted(counts.items())) if counted else None,
         },
         "processes": processes.report(),
+        # Each process's cores over the idle window before the fault: probes, collections, leases.
+        # The failover's window (fault_to_end_s) pays them too, whatever the bindings.
+        "idle_cores": idle,
         # What each process spent on one evicted binding (the plane's cost per binding, and where it goes).
         "cpu_ms_per_evicted_binding": cpu_ms_per_binding(processes.report(), evicted),
         # The benchmark's own processes share the machine: what they take, the plane does not get.
@@ -564,6 +570,15 @@ async def fail_one(store: Store, watcher: Watcher, victim: str, opts: Options, p
         # buckets of templates and bindings each held.
         **await shares(store, pids),
     }
+
+
+async def idle_cores(pids: dict[str, int], window: float = IDLE_WINDOW_S) -> dict[str, float | None]:
+    """Each process's CPU over `window` seconds of the settled plane, in cores (None if unknown)."""
+    watch = ProcessWatch(pids)
+    async with watch.window():
+        await asyncio.sleep(window)
+    return {name: round(figures["cpu_s"] / window, 3) if figures["cpu_s"] == figures["cpu_s"] else None
+            for name, figures in watch.report().items()}
 
 
 @contextlib.asynccontextmanager
