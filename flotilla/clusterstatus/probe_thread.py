@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
+import uvloop
+
 from flotilla.clusterstatus.member_http import MemberSession
 from flotilla.member import Credentials, Health
 
@@ -29,7 +31,9 @@ class ProbeThread:
         self._http = MemberSession(timeout, keepalive)
         # Each probe's seconds as this thread saw them (a metric: must be thread-safe).
         self._observe = observe
-        self._loop = asyncio.new_event_loop()
+        # uvloop whatever the service's own loop: a hundred members' probes a second over TLS cost
+        # less in libuv's sockets and TLS than in asyncio's.
+        self._loop = uvloop.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="health-probes", daemon=True)
 
     def _run(self) -> None:

@@ -31,6 +31,19 @@ async def scrape_all(plane: Plane) -> dict[str, Samples]:
     return {service: await asyncio.to_thread(scrape, address) for service, address in addresses.items()}
 
 
+async def scrape_replicas(plane: Plane, service: str) -> Samples:
+    """The counters of every replica of `service` added up: which replica does a piece of work
+    (the one holding its cluster or bucket) is not for the test to guess."""
+    items = json.loads(await plane.ok("status", "-o", "json"))["items"]
+    addresses = [i["metricsAddress"] for i in items if i["service"] == service]
+    assert addresses and all(addresses), items
+    summed: Samples = {}
+    for samples in await asyncio.gather(*(asyncio.to_thread(scrape, a) for a in addresses)):
+        for key, value in samples.items():
+            summed[key] = summed.get(key, 0.0) + value
+    return summed
+
+
 def total(samples: Samples, metric: str, **labels: str) -> float:
     return sum(v for (n, ls), v in samples.items() if n == metric and set(labels.items()) <= set(ls))
 

@@ -20,7 +20,7 @@ from flotilla.cli.status import collect
 from flotilla.store import Store
 from flotilla.store.shards import held_shards
 from tests.e2e.failover_support import Plane, history, placed, started_plane
-from tests.e2e.metrics_support import scrape_all, total
+from tests.e2e.metrics_support import scrape_replicas, total
 from tests.interpreter_support import HOSTILE, health_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -108,7 +108,7 @@ async def test_a_failover_completes_while_a_hostile_script_is_interpreted(plane:
         keys = [f"default/app-{i}-deployment" for i in range(DEPLOYMENTS)]
         await rbs.until(lambda: all(placed(rbs.get(k)) == [("member1", 1), ("member2", 1)] for k in keys), 90,
                         "the apps split between member1 and member2")
-        before = await scrape_all(plane)
+        before = await scrape_replicas(plane, "executor")
 
         def config_map_health() -> list[str]:
             return [s.health for w in works.informer.list() if w.metadata.namespace == execution_namespace("member2")
@@ -132,11 +132,11 @@ async def test_a_failover_completes_while_a_hostile_script_is_interpreted(plane:
                                 in e.message for e in warnings), [e.message for e in warnings[:3]]
 
         # The script ran, overran, and was suspended rather than run for every object.
-        after = await scrape_all(plane)
+        after = await scrape_replicas(plane, "executor")
 
         def calls(result: str) -> float:
             metric = "flotilla_interpreter_calls_total"
-            return total(after["executor"], metric, result=result) - total(before["executor"], metric, result=result)
+            return total(after, metric, result=result) - total(before, metric, result=result)
 
         assert calls("timeout") >= 1 and calls("suspended") >= 1 and calls("ok") == 0
 
