@@ -39,8 +39,11 @@ class Credentials:
         token = "***" if self.token else ""
         proxy = ""
         if self.proxy_url:
-            url = urlsplit(self.proxy_url)
-            where = f"{url.scheme}://{url.netloc.rpartition('@')[2]}"
+            try:
+                url = urlsplit(self.proxy_url)
+                where = f"{url.scheme}://{url.netloc.rpartition('@')[2]}"
+            except ValueError:  # an IPv6 bracket never closed: nothing of it shown, a password least
+                where = "(not a URL)"
             proxy = f", proxy_url={where!r}, proxy_header={[name for name, _ in self.proxy_header]!r}"
         return (f"Credentials(server={self.server!r}, token={token!r}, ca_data={'...' if self.ca_data else ''!r}, "
                 f"insecure_skip_tls_verify={self.insecure_skip_tls_verify}{proxy})")

@@ -46,6 +46,11 @@ def test_token_does_not_appear_in_repr(tmp_path: Path) -> None:
     assert "secret-one" not in repr(load_kubeconfig(kubeconfig(tmp_path)))
 
 
+def test_a_proxy_url_that_does_not_parse_is_shown_as_none_and_hides_its_password() -> None:
+    shown = repr(Credentials(server="https://m", token="t", proxy_url="http://user:pw@[::1:3128"))
+    assert "(not a URL)" in shown and "pw" not in shown
+
+
 @pytest.mark.parametrize(
     ("overrides", "context", "message"),
     [

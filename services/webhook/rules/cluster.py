@@ -5,7 +5,7 @@ from __future__ import annotations
 import calendar
 from collections.abc import Iterator, MutableSequence, Sequence
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from flotilla.api.codec import FieldError
 from flotilla.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE
@@ -83,8 +83,8 @@ def validate_credentials(cluster: Cluster) -> Iterator[FieldError]:
     that whoever may write a Cluster cannot have another member's token sent to a host of theirs."""
     spec = cluster.spec
     if spec.api_endpoint:
-        url = urlsplit(spec.api_endpoint)
-        if url.scheme != "https" or not url.hostname:
+        url = _split(spec.api_endpoint)
+        if url is None or url.scheme != "https" or not url.hostname:
             yield FieldError("spec.apiEndpoint", f"must be an https:// URL with a host, not {spec.api_endpoint!r}")
     yield from validate_proxy(cluster)
     for field, ref in (("secretRef", spec.secret_ref), ("impersonatorSecretRef", spec.impersonator_secret_ref)):
@@ -103,11 +103,11 @@ def validate_proxy(cluster: Cluster) -> Iterator[FieldError]:
     client cannot speak: refused rather than stored and ignored."""
     spec = cluster.spec
     if spec.proxy_url:
-        url = urlsplit(spec.proxy_url)
-        if url.scheme == "socks5":
+        url = _split(spec.proxy_url)
+        if url is not None and url.scheme == "socks5":
             yield FieldError("spec.proxyURL", "not supported by Flotilla: spec.proxyURL with scheme socks5 "
                                               "(use an http:// or https:// proxy)")
-        elif url.scheme not in ("http", "https") or not url.hostname or not _valid_port(spec.proxy_url):
+        elif url is None or url.scheme not in ("http", "https") or not url.hostname or not _valid_port(spec.proxy_url):
             yield FieldError("spec.proxyURL", f"must be an http:// or https:// URL with a host, not {spec.proxy_url!r}")
     elif spec.proxy_header:
         yield FieldError("spec.proxyHeader", "needs spec.proxyURL: these headers are sent to the proxy")
@@ -119,6 +119,14 @@ def validate_proxy(cluster: Cluster) -> Iterator[FieldError]:
 
 
 _HEADER_NAME = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _split(url: str) -> SplitResult | None:
+    """The URL's parts; None for one that does not parse (an unclosed IPv6 bracket)."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 def _valid_port(url: str) -> bool:
