@@ -143,12 +143,12 @@ class ExecutorControllers:
         self.override_policies = manager.informer(registry.OVERRIDE_POLICY)
         self.cluster_override_policies = manager.informer(registry.CLUSTER_OVERRIDE_POLICY)
 
-        self.detector = manager.controller("detector", own(TemplateReconciler(
+        self.template_reconciler = TemplateReconciler(
             store, clock, self.policies, self.cluster_policies,
             DetectorConfig(config.skipped_namespaces, config.gate("PropagationPolicyPreemption"),
                            config.gate("MultiplePodTemplatesScheduling")), events,
-            self.templates, self.bindings, self.interpreter, self.customizations.unknown)),
-            workers=config.workers)
+            self.templates, self.bindings, self.interpreter, self.customizations.unknown)
+        self.detector = manager.controller("detector", own(self.template_reconciler), workers=config.workers)
         self.distributor = manager.controller("dependencies-distributor", own(DependencyReconciler(
             store, clock, self.bindings[RB], config.gate("PropagateDeps"), self.templates, self.interpreter, events)),
             workers=config.workers)
@@ -184,7 +184,7 @@ class ExecutorControllers:
         for kind, informer in self.bindings.items():
             manager.on_event(informer, self._watch_kind_of_binding, predicate=routing.came_or_went)
             manager.watch(informer, routing.template_of_binding, self.detector,
-                          predicate=routing.binding_came_or_went)
+                          predicate=routing.binding_came_or_went_elsewhere(self.template_reconciler.created))
             manager.watch(informer, routing.binding(kind), self.binding_controller,
                           predicate=routing.binding_spec_changed)
             manager.watch(informer, routing.binding(kind), self.binding_status, predicate=routing.binding_scheduled)

@@ -66,6 +66,7 @@ from flotilla.rules.binding_builder import (
     template_object,
 )
 from flotilla.runtime.controller import Result
+from flotilla.runtime.own_writes import OwnWrites
 from flotilla.store import AlreadyExists, Conflict, NotFound, ObjectStore
 from flotilla.store.base import copy_of
 from flotilla.store.events import EventRecorder
@@ -272,6 +273,9 @@ class TemplateReconciler:
         # (kept only once the decision is made: one that failed is made again as a change).
         self._seen: dict[str, Specification] = {}
         self._looking: dict[str, Specification] = {}
+        # The bindings this detector created: the watch's echo of each would only bring its
+        # template back here to be decided the same (routing.binding_came_or_went_elsewhere).
+        self.created = OwnWrites()
 
     async def reconcile(self, key: str) -> Result | None:
         api_version, kind, namespace, name = parse_template_key(key)
@@ -427,7 +431,13 @@ class TemplateReconciler:
         key = template_key_of(template)
         if binding is None:
             desired.metadata.labels[label] = str(uuid.uuid4())
-            await self.store.create(desired)
+            created = await self.store.create(desired)
+            self.created.record(created)
+            # In the cache before the watch brings it: a pass for the template (deleted, say)
+            # that comes first must find the binding, since its echo brings no pass here.
+            informer = self.bindings.get(binding_rt.kind)
+            if informer is not None:
+                await informer.assume(created)
             log.info("event=create-binding template=%s binding=%s policy=%s", key, desired.metadata.name,
                      policy_key(policy))
             return True

@@ -9,7 +9,7 @@ in controllers.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from google.protobuf.message import Message
@@ -28,6 +28,7 @@ from flotilla.rules.binding_builder import template_content
 from flotilla.rules.overrides import OverridePolicy, implicit_priority
 from flotilla.rules.resource_selection import Match
 from flotilla.runtime.manager import ToKeys
+from flotilla.runtime.own_writes import OwnWrites
 from flotilla.store.base import meta_of, object_key_of
 from flotilla.store.informer import Informer
 from services.executor import dependencies, works
@@ -278,6 +279,12 @@ def binding_came_or_went(event: WatchEvent[Binding]) -> bool:
     Only for a template kind (a binding of anything else has no template to look at)."""
     resource = event.obj.spec.resource
     return came_or_went(event) and template_type(resource.api_version, resource.kind) is not None
+
+
+def binding_came_or_went_elsewhere(created: OwnWrites) -> Callable[[WatchEvent[Binding]], bool]:
+    """`binding_came_or_went`, less the detector's own creations coming back: it made each from
+    the template as it then was, and a change of the template since brings it back by itself."""
+    return lambda event: binding_came_or_went(event) and not created.echo(event)
 
 
 def template_of_binding(event: WatchEvent[Binding]) -> list[str]:

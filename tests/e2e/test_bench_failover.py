@@ -53,6 +53,8 @@ def test_a_tiny_failover_prints_every_figure(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["rollout"]["all_healthy"] is True
+    # Each Deployment went through the executor's detector (once: not again for its own binding).
+    assert out["rollout"]["reconciles_per_binding"]["executor/detector"] >= 1
     assert out["false_failovers"] == []
     [failover] = out["failovers"]
     assert out["fault"] == "down"

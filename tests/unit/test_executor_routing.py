@@ -9,6 +9,7 @@ from flotilla.api import codec, wellknown
 from flotilla.api.conditions import set_condition
 from flotilla.api.events import EventType, WatchEvent
 from flotilla.api.v1 import cluster_pb2, work_pb2
+from flotilla.runtime.own_writes import OwnWrites
 from flotilla.store.base import copy_of
 from services.executor import routing
 from tests.unit.cache_fake import Cache
@@ -98,6 +99,29 @@ def test_a_new_binding_of_a_template_kind_looks_at_its_template() -> None:
     assert routing.binding_came_or_went(event)
     assert routing.template_of_binding(event) == ["apps/v1/Deployment:default/web"]
     assert not routing.binding_came_or_went(WatchEvent(MODIFIED, rb("web-deployment"), rb("web-deployment")))
+
+
+def versioned(binding: work_pb2.ResourceBinding, version: str) -> work_pb2.ResourceBinding:
+    binding = copy_of(binding)
+    binding.metadata.resource_version = version
+    return binding
+
+
+@pytest.mark.parametrize(("event", "routed"), [
+    # The detector's own creation coming back: decided already, from the template as it was.
+    (WatchEvent(ADDED, versioned(rb("web-deployment"), "7")), False),
+    # Written again by someone else before the watch delivered it: a version of its own.
+    (WatchEvent(ADDED, versioned(rb("web-deployment"), "8")), True),
+    # Another template's binding, which the detector did not create (a relist, another replica's).
+    (WatchEvent(ADDED, versioned(rb("api-deployment"), "7")), True),
+    # Gone: its template may want a new one.
+    (WatchEvent(DELETED, versioned(rb("web-deployment"), "7")), True),
+    (WatchEvent(MODIFIED, versioned(rb("web-deployment"), "9"), versioned(rb("web-deployment"), "7")), False),
+])
+def test_the_detector_is_not_brought_back_by_the_bindings_it_created(event: WatchEvent[Any], routed: bool) -> None:
+    created = OwnWrites()
+    created.record(versioned(rb("web-deployment"), "7"))
+    assert routing.binding_came_or_went_elsewhere(created)(event) is routed
 
 
 def test_work_events_route_to_its_binding() -> None:

@@ -646,6 +646,7 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         address = await sim_address(store)
         pairs = sorted(set(layout.pairs))
         rollout = ProcessWatch(pids)
+        rollout_reconciles = await reconciles(store)
         async with rollout.window(), profiled(pids):
             started = time.monotonic()
             await apply_all(store, [policy_doc(p, b) for p, b in pairs], opts.in_flight)
@@ -661,6 +662,8 @@ async def measure(plane: Plane, layout: Layout, opts: Options, prober: subproces
         rollout_report: dict[str, Any] = {
             "all_healthy": settled, "apply_s": round(applied - started, 2), "healthy_s": round(healthy_at - started, 2),
             "processes": rollout.report(), "load_average": [round(x, 2) for x in os.getloadavg()],
+            # Every controller's passes over the rollout, per Deployment.
+            "reconciles_per_binding": per_binding(rollout_reconciles, await reconciles(store), len(layout.pairs)),
         }
         if not settled:
             rollout_report["not_healthy"] = sum(not healthy(bindings.get(binding_key(i)))
