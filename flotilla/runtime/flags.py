@@ -56,16 +56,24 @@ def apply_env_defaults(parser: argparse.ArgumentParser, environ: Mapping[str, st
         longs = [o for o in action.option_strings if o.startswith("--")]
         if not longs or action.dest == "help":
             continue
-        value = environ.get(env_name(longs[0]))
+        name = env_name(longs[0])
+        value = environ.get(name)
         if value is None:
             continue
         if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction
                       | argparse.BooleanOptionalAction):
             action.default = value.lower() in ("1", "true", "yes")
         elif callable(action.type):  # a type given by registered name is not used here
-            action.default = action.type(value)
+            try:
+                action.default = action.type(value)
+            except (ValueError, TypeError, argparse.ArgumentTypeError) as e:
+                parser.error(f"{name}={value!r}: {e}")
         else:
             action.default = value
+        # argparse checks choices only on the command line; a default from the environment is
+        # checked here, as a bad flag would be.
+        if action.choices is not None and action.default not in action.choices:
+            parser.error(f"{name}={value!r}: not one of {', '.join(map(str, action.choices))}")
         # An environment value satisfies a required flag.
         action.required = False
 

@@ -81,3 +81,18 @@ def test_options_from_reads_each_field_from_its_own_flag(add_arguments: Any, opt
     built = options_from(options, args)
     for name in declared:
         assert getattr(built, name) == ("sentinel", name)
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({"FLOTILLA_EVENT_LOOP": "trio"}, "FLOTILLA_EVENT_LOOP='trio': not one of uvloop, asyncio"),
+    ({"FLOTILLA_PERIOD": "soon"}, "FLOTILLA_PERIOD='soon': "),
+])
+def test_a_bad_value_in_the_environment_is_refused_as_a_bad_flag_would_be(
+        environ: dict[str, str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="svc")
+    parser.add_argument("--event-loop", default="uvloop", choices=["uvloop", "asyncio"])
+    parser.add_argument("--period", type=duration, default=duration("1s"))
+    with pytest.raises(SystemExit) as exited:
+        apply_env_defaults(parser, environ)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
