@@ -107,7 +107,7 @@ def validate_proxy(cluster: Cluster) -> Iterator[FieldError]:
         if url is not None and url.scheme == "socks5":
             yield FieldError("spec.proxyURL", "not supported by Flotilla: spec.proxyURL with scheme socks5 "
                                               "(use an http:// or https:// proxy)")
-        elif url is None or url.scheme not in ("http", "https") or not url.hostname or not _valid_port(spec.proxy_url):
+        elif url is None or url.scheme not in ("http", "https") or not url.hostname or not _valid_port(url):
             yield FieldError("spec.proxyURL", f"must be an http:// or https:// URL with a host, not {spec.proxy_url!r}")
     elif spec.proxy_header:
         yield FieldError("spec.proxyHeader", "needs spec.proxyURL: these headers are sent to the proxy")
@@ -129,9 +129,9 @@ def _split(url: str) -> SplitResult | None:
         return None
 
 
-def _valid_port(url: str) -> bool:
+def _valid_port(url: SplitResult) -> bool:
     try:
-        port = urlsplit(url).port  # ValueError: not a number, or out of range
+        port = url.port  # ValueError: not a number, or out of range
     except ValueError:
         return False
     return port is None or port > 0
