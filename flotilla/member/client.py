@@ -76,7 +76,9 @@ _REQUESTS = 4
 # asyncio gives every TLS connection a read buffer of SSLProtocol.max_size, 256 KiB, allocated
 # whole when the connection opens. A control plane keeps a watch and a few requests' connections
 # open to each of a hundred members: at 256 KiB each, tens of MiB of mostly empty buffers in
-# the executor. Reads take 64 KiB at a time instead; a larger answer takes more of them.
+# the executor. Reads take 64 KiB at a time instead; a larger answer takes more of them. This
+# holds on Python's own loop (`--event-loop asyncio`); uvloop's TLS keeps a 256 KiB buffer of its
+# own per connection, resident only as far as an answer has filled it.
 _TLS_READ_BUFFER = 64 * 1024
 if getattr(asyncio.sslproto.SSLProtocol, "max_size", 0) > _TLS_READ_BUFFER:
     asyncio.sslproto.SSLProtocol.max_size = _TLS_READ_BUFFER
