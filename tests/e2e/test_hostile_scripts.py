@@ -143,9 +143,11 @@ async def test_a_failover_completes_while_a_hostile_script_is_interpreted(plane:
         async def overran_and_suspended() -> bool:
             nonlocal after
             after = await scrape_replicas(plane, "executor")
-            return calls("timeout") >= 1 and calls("suspended") >= 1
+            # An overrun is a timeout, or a kill when the worker did not stop at its limit (a
+            # loaded machine's worker may not be scheduled in time to see its own limit).
+            return calls("timeout") + calls("killed") >= 1 and calls("suspended") >= 1
 
-        await eventually(overran_and_suspended, 60, "a timeout and a suspension counted")
+        await eventually(overran_and_suspended, 150, "an overrun and a suspension counted")
         assert calls("ok") == 0
 
         assert len(shares) > 10
