@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from flotilla.aio.clock import RealClock
 from flotilla.api import codec
 from flotilla.api.v1 import work_pb2
@@ -70,7 +72,7 @@ def test_the_template_resource_of_a_binding() -> None:
     assert template_resource(binding_of("work.karmada.io/v1alpha2", "ResourceBinding")) == []
 
 
-async def test_a_sweep_keeps_what_bindings_name_and_decodes_none_of_them(monkeypatch: object) -> None:
+async def test_a_sweep_keeps_what_bindings_name_and_decodes_none_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
     # The executor's informers keep objects as bytes: a sweep that read every binding would decode
     # them all at once, every period.
     store = MemoryStore()
@@ -87,7 +89,7 @@ async def test_a_sweep_keeps_what_bindings_name_and_decodes_none_of_them(monkeyp
             decoded.append(args)
             return real(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(informer_module, "decode_object", counting)  # type: ignore[attr-defined]
+        monkeypatch.setattr(informer_module, "decode_object", counting)
         assert await controllers.sweep.sweep() == []  # the bindings still name Widgets
         assert decoded == []
         assert "widgets.example.com" in controllers.templates
