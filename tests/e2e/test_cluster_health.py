@@ -142,13 +142,16 @@ async def test_push_and_pull_cluster_health(
 
         faulted = time.monotonic()
         await asyncio.to_thread(fault, etcd, "member1", "down")
-        took = await clusters.wait(lambda: clusters.ready("member1") == ("False", "ClusterNotReachable"), 20,
+        applied = time.monotonic()
+        took = await clusters.wait(lambda: clusters.ready("member1") == ("False", "ClusterNotReachable"), 30,
                                    since=faulted)
-        # Never before the failure threshold, and not long after it: the threshold, up to a period for
-        # the first failed probe to come and another for the one that passes it, and 5 s for the
-        # `flotilla sim fault` process's own start-up and for a loaded machine (how soon exactly is
-        # flotilla/plane/benchmarks/member_health.py's to measure).
-        assert THRESHOLD <= took <= THRESHOLD + 2 * PERIOD + 5, took
+        # Never before the failure threshold after the fault began to be applied, and not long after the
+        # `flotilla sim fault` process returned: the threshold, up to a period for the first failed probe
+        # to come and another for the one that passes it, and 10 s for a loaded machine (how soon exactly
+        # is flotilla/plane/benchmarks/member_health.py's to measure). The process's own start-up, seconds
+        # on a slow machine, is left out of the upper bound.
+        assert took >= THRESHOLD, took
+        assert took - (applied - faulted) <= THRESHOLD + 2 * PERIOD + 10, (took, applied - faulted)
         # The failover trace starts here and is stamped on the Cluster for the next services.
         await clusters.wait(lambda: TRACEPARENT_ANNOTATION in clusters.informer.get("member1").metadata.annotations, 5)
 
@@ -172,8 +175,8 @@ async def test_push_and_pull_cluster_health(
         agent = None
         took = await clusters.wait(lambda: clusters.ready("member3") == ("Unknown", "ClusterStatusUnknown"), 20,
                                    since=stopped)
-        # The last renewal was at most a renew interval before the stop.
-        assert GRACE - GRACE / 2 * 0.25 <= took <= GRACE + 2 * PERIOD + 2.5, took
+        # The last renewal was at most a renew interval before the stop; 5 s more for a loaded machine.
+        assert GRACE - GRACE / 2 * 0.25 <= took <= GRACE + 2 * PERIOD + 5, took
 
         removed = await asyncio.to_thread(ctl, "unjoin", "member2")
         assert (removed.code, removed.out.strip()) == (0, "cluster(member2) is unjoined successfully"), removed.err
