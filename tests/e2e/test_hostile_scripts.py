@@ -17,6 +17,7 @@ import yaml
 from flotilla.api import registry
 from flotilla.api.keys import execution_namespace
 from flotilla.cli.status import collect
+from flotilla.interpreter.pool import OUTCOMES
 from flotilla.store import Store
 from flotilla.store.shards import held_shards
 from tests.e2e.failover_support import Plane, eventually, history, placed, started_plane
@@ -147,7 +148,12 @@ async def test_a_failover_completes_while_a_hostile_script_is_interpreted(plane:
             # loaded machine's worker may not be scheduled in time to see its own limit).
             return calls("timeout") + calls("killed") >= 1 and calls("suspended") >= 1
 
-        await eventually(overran_and_suspended, 150, "an overrun and a suspension counted")
+        try:
+            await eventually(overran_and_suspended, 150, "an overrun and a suspension counted")
+        except AssertionError as e:
+            # Which outcomes were counted instead says where to look (an error resets the overruns).
+            seen = {result: calls(result) for result in OUTCOMES}
+            raise AssertionError(f"{e}; the executors' interpreter calls by result since: {seen}") from None
         assert calls("ok") == 0
 
         assert len(shares) > 10
