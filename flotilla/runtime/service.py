@@ -424,7 +424,7 @@ class Runner:
             await self._election(None)
 
         elector = LeaderElector(ctx.store, self.spec.name, self.identity, ttl,
-                                on_retry=failing, on_standby=standby)
+                                on_retry=failing, on_standby=standby, clock=ctx.clock)
         ctx.elector = elector
         await elector.campaign()
         await self._election(None)

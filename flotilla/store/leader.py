@@ -3,8 +3,8 @@
 The leader holds `/flotilla/election/<service>` on its lease. A standby waits
 for that key to go (deleted on resignation, expired with the lease when the
 leader dies) and then races to create it. Leadership is lost the moment a
-keep-alive finds the lease gone, or once the lease's TTL has passed without a
-successful refresh.
+keep-alive finds the lease gone, or once etcd may have let it expire
+(flotilla.store.lease: counted from when the last refresh was sent).
 
 etcd going away is never fatal here: every call is bounded and retried with
 backoff, so a campaign ends only in leadership (or cancellation). A key left
@@ -23,16 +23,14 @@ from typing import Any
 
 from prometheus_client import Gauge
 
+from flotilla.aio.clock import Clock, RealClock
 from flotilla.aio.tasks import bounded, cancel_and_wait
 from flotilla.store.base import KeyValue, StoreBase, WatchKind
-from flotilla.store.errors import StoreError
+from flotilla.store.lease import STORE_ERRORS, KeptLease
 
 log = logging.getLogger(__name__)
 
 ELECTION_PREFIX = "/flotilla/election/"
-
-# What a lost or restarting store raises: its own errors, and our own bound on a call.
-STORE_ERRORS = (StoreError, TimeoutError)
 
 # client-go's leader_election_master_status: a service none of whose instances says 1 has no
 # leader, so nothing of its work is done (the FlotillaServiceNoLeader alert, docs/alerts.md).
@@ -56,14 +54,17 @@ class LeaderElector:
     def __init__(self, store: StoreBase, service: str, identity: str, ttl: int = 10,
                  backoff: tuple[float, float] = (0.2, 2.0),
                  on_retry: Callable[[BaseException], Awaitable[None]] | None = None,
-                 on_standby: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 on_standby: Callable[[str], Awaitable[None]] | None = None,
+                 clock: Clock | None = None) -> None:
         self.store = store
+        self.clock: Clock = clock or RealClock()
         self.key = election_key(service)
         # Exported from the first campaign on (at 0), so a standby shows as one.
         self._status = MASTER_STATUS.labels(service)
         self.identity = identity
         self.ttl = ttl
         self.lease_id: int | None = None
+        self._lease: KeptLease | None = None
         self.lost = asyncio.Event()
         self._keepalive: asyncio.Task[None] | None = None
         self._backoff = backoff
@@ -77,7 +78,7 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
-        return self.lease_id is not None and not self.lost.is_set()
+        return self._lease is not None and self._lease.valid() and not self.lost.is_set()
 
     async def _bounded(self, awaitable: Awaitable[Any]) -> Any:
         return await bounded(awaitable, self._call_timeout)
@@ -102,33 +103,30 @@ class LeaderElector:
                 delay = min(delay * 2, self._backoff[1])
 
     async def _try_acquire(self) -> bool:
-        lease: int = await self._bounded(self.store.grant_lease(self.ttl))
+        lease = KeptLease(self.store, self.clock, self.ttl)
+        lease_id = await lease.grant()
         mine = self.identity.encode()
         try:
-            created = await self._bounded(self.store.kv_create(self.key, mine, lease))
+            created = await self._bounded(self.store.kv_create(self.key, mine, lease_id))
             ok = isinstance(created, int)
             held = created if isinstance(created, KeyValue) else None
             self.holder = held.value.decode(errors="replace") if held is not None else ""
             if held is not None and held.value == mine:
                 # Our own earlier term's key: replace it (compare-and-swap on its revision).
-                ok = await self._bounded(self.store.kv_put_if(self.key, mine, held.mod_revision, lease)) is not None
+                ok = await self._bounded(self.store.kv_put_if(self.key, mine, held.mod_revision, lease_id)) is not None
         except BaseException:
-            await self._revoke_quietly(lease)
+            await lease.revoke()
             raise
         if not ok:
-            await self._revoke_quietly(lease)
+            await lease.revoke()
             return False
-        self.lease_id = lease
+        self._lease = lease
+        self.lease_id = lease_id
         self.lost.clear()
         self._status.set(1)
-        self._keepalive = asyncio.create_task(self._keep_alive())
+        self._keepalive = asyncio.create_task(self._follow(lease))
         log.info("event=leader-acquired key=%s identity=%s", self.key, self.identity)
         return True
-
-    async def _revoke_quietly(self, lease_id: int) -> None:
-        # Best effort: an unrevoked lease holds no key and expires by itself.
-        with contextlib.suppress(*STORE_ERRORS):
-            await self._bounded(self.store.revoke_lease(lease_id))
 
     async def _wait_for_vacancy(self) -> None:
         """Return when the key is gone, or after one TTL at most: a watch that silently
@@ -147,26 +145,9 @@ class LeaderElector:
         except TimeoutError:
             return
 
-    async def _keep_alive(self) -> None:
-        assert self.lease_id is not None
-        interval = max(self.ttl / 3, 0.2)
-        loop = asyncio.get_running_loop()
-        expires = loop.time() + self.ttl
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                remaining = await bounded(self.store.refresh_lease(self.lease_id), interval)
-            except STORE_ERRORS as e:
-                # Survivable while the lease still has time left; past that another
-                # instance may already lead, so we must stop acting as leader.
-                log.warning("event=lease-refresh-failed identity=%s error=%s", self.identity, e)
-                if loop.time() >= expires:
-                    break
-                continue
-            expires = loop.time() + self.ttl
-            if remaining <= 0:
-                break
-        # Reached only when the lease is gone or ran out; resigning cancels this task instead.
+    async def _follow(self, lease: KeptLease) -> None:
+        await lease.lost.wait()
+        # Reached only when the lease is gone or may be; resigning cancels this task instead.
         log.warning("event=leader-lost key=%s identity=%s", self.key, self.identity)
         self._status.set(0)
         self.lost.set()
@@ -174,8 +155,9 @@ class LeaderElector:
     async def resign(self) -> None:
         task, self._keepalive = self._keepalive, None
         await cancel_and_wait(task)
-        lease_id, self.lease_id = self.lease_id, None
-        if lease_id is not None:
+        lease, self._lease = self._lease, None
+        self.lease_id = None
+        if lease is not None:
             self._status.set(0)
-            await self._revoke_quietly(lease_id)
+            await lease.revoke()
         self.lost.set()

@@ -13,7 +13,7 @@ replica gives a shard up by stopping its work on it first (`on_release` returns 
 it is in flight) and deleting its claim after (a compare-and-swap on the claim's revision), and
 only then can the next owner create it. A replica that dies loses every claim with its lease,
 within one lease period; one that cannot refresh its lease stops acting on all its shards before
-etcd could expire the lease (`ShardLease.valid` runs out early), so a new owner never starts
+etcd could expire the lease (`KeptLease.valid` runs out early), so a new owner never starts
 while it still acts.
 """
 
@@ -33,11 +33,11 @@ from flotilla.aio.clock import Clock
 from flotilla.aio.tasks import bounded, cancel_and_wait
 from flotilla.store.base import KeyValue, StoreBase
 from flotilla.store.errors import StoreError
+from flotilla.store.lease import STORE_ERRORS, KeptLease
 
 log = logging.getLogger(__name__)
 
 SHARDS_PREFIX = "/flotilla/shards/"
-STORE_ERRORS = (StoreError, TimeoutError)
 T = TypeVar("T")
 
 SHARDS_HELD = Gauge("flotilla_shards_held", "shards this replica holds a claim on and acts on", ["name"])
@@ -86,61 +86,6 @@ async def held_shards(store: StoreBase, service: str) -> dict[str, list[str]] | 
     return {holder: sorted(shards) for holder, shards in held.items()}
 
 
-class ShardLease:
-    """A lease kept alive in the background. `valid()` turns False once etcd may have let it expire:
-    a refresh counts from when it was sent, less a margin, never from when its answer came."""
-
-    def __init__(self, store: StoreBase, clock: Clock, ttl: int) -> None:
-        self.store = store
-        self.clock = clock
-        self.ttl = ttl
-        self.id: int | None = None
-        self.lost = asyncio.Event()
-        self._valid_until = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._margin = min(1.0, ttl / 10)
-
-    def valid(self) -> bool:
-        return self.id is not None and not self.lost.is_set() and self.clock.monotonic() < self._valid_until
-
-    async def grant(self) -> int:
-        sent = self.clock.monotonic()
-        lease = await bounded(self.store.grant_lease(self.ttl), self.ttl)
-        self.id = lease
-        self._valid_until = sent + self.ttl - self._margin
-        self.lost.clear()
-        self._task = asyncio.create_task(self._keep_alive(lease))
-        return lease
-
-    async def _keep_alive(self, lease: int) -> None:
-        interval = max(self.ttl / 3, 0.2)
-        while self.clock.monotonic() < self._valid_until:
-            await self.clock.sleep(interval)
-            sent = self.clock.monotonic()
-            try:
-                remaining = await bounded(self.store.refresh_lease(lease), interval)
-            except STORE_ERRORS as e:
-                log.warning("event=shard-lease-refresh-failed lease=%x error=%s", lease, e)
-                continue
-            if remaining <= 0 or self.clock.monotonic() >= self._valid_until:
-                # Expired; or its validity ran out while the refresh was out, and for that moment
-                # this replica did not act on (nor queue) the keys of its shards: the term ends,
-                # and the next one takes every shard afresh and looks at each of their keys.
-                break
-            self._valid_until = sent + self.ttl - self._margin
-        log.warning("event=shard-lease-lost lease=%x", lease)
-        self.lost.set()
-
-    async def revoke(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait(task)
-        lease, self.id = self.id, None
-        self.lost.set()
-        if lease is not None:
-            with contextlib.suppress(*STORE_ERRORS):
-                await bounded(self.store.revoke_lease(lease), self.ttl)
-
-
 @dataclass
 class _Claim:
     revision: int
@@ -166,7 +111,7 @@ class ShardCoordinator:
         self.service = service
         self.identity = identity
         self.clock = clock
-        self.lease = ShardLease(store, clock, ttl)
+        self.lease = KeptLease(store, clock, ttl)
         self._shards = shards
         self._on_acquire = on_acquire
         self._on_release = on_release

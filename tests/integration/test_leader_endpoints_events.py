@@ -23,8 +23,8 @@ async def test_standby_takes_over_within_lease_ttl(store: Store) -> None:
     await asyncio.sleep(0.3)
     assert not standby.done()
     # The leader's process dies: its keep-alives stop, nothing is revoked.
-    assert first._keepalive is not None
-    first._keepalive.cancel()
+    assert first._lease is not None and first._lease._task is not None
+    first._lease._task.cancel()
     died = time.monotonic()
     await asyncio.wait_for(standby, ttl + 2)
     assert time.monotonic() - died <= ttl + 1

@@ -12,7 +12,8 @@ import pytest
 
 from flotilla.aio.clock import FakeClock
 from flotilla.store.memory import MemoryStore
-from flotilla.store.shards import ShardCoordinator, ShardLease, claims_prefix, owner_of
+from flotilla.store.lease import KeptLease
+from flotilla.store.shards import ShardCoordinator, claims_prefix, owner_of
 
 SHARDS = [f"member{i:02d}" for i in range(24)]
 TTL = 10
@@ -238,7 +239,7 @@ async def test_a_lease_whose_validity_ran_out_while_a_refresh_was_out_is_lost(me
                                                                              clock: FakeClock) -> None:
     """A replica that stopped acting for a moment (its keys not even queued) must not carry on as
     if it had not: the term ends, and the next takes every shard afresh."""
-    lease = ShardLease(memory, clock, TTL)
+    lease = KeptLease(memory, clock, TTL)
     refresh = memory.refresh_lease
 
     slowed: list[int] = []
