@@ -42,6 +42,7 @@ from flotilla.store.base import (
     resource_type_of,
 )
 from flotilla.store.errors import Compacted, StoreError, Undecodable
+from flotilla.store.index import Index
 from flotilla.store.objects import unopened_reason
 from flotilla.store.protocol import ObjectStore
 
@@ -90,7 +91,7 @@ class Informer(Generic[M]):
         self._compact = compact
         self._cache: dict[str, M | _Packed] = {}
         self._indexers: dict[str, IndexFunc[M]] = {}
-        self._indices: dict[str, dict[str, set[str]]] = {}
+        self._indices: dict[str, Index] = {}
         self._handlers: builtins.list[Handler[M]] = []
         self._synced = asyncio.Event()
         self._backoff = retry_backoff
@@ -115,10 +116,10 @@ class Informer(Generic[M]):
 
     def add_indexer(self, name: str, func: IndexFunc[M]) -> None:
         self._indexers[name] = func
-        index: dict[str, set[str]] = {}
+        index = Index()
         for key, entry in self._cache.items():
             for value in func(self._unpacked(entry)):
-                index.setdefault(value, set()).add(key)
+                index.add(value, key)
         self._indices[name] = index
 
     # -- cache reads ------------------------------------------------------
@@ -159,16 +160,16 @@ class Informer(Generic[M]):
             raise Undecodable(self.rt.kind, self._unreadable[unknown[0]], "no readable version of it was seen")
 
     def by_index(self, name: str, value: str) -> builtins.list[M]:
-        return [self._unpacked(self._cache[k]) for k in sorted(self._indices[name].get(value, ()))]
+        return [self._unpacked(self._cache[k]) for k in sorted(self._indices[name].keys(value))]
 
     def index_keys(self, name: str, value: str) -> frozenset[str]:
         """The keys under `value` in an index, unordered, with nothing decoded: for a caller that
         needs only the keys (a compact informer decodes every object `by_index` returns)."""
-        return frozenset(self._indices[name].get(value, ()))
+        return self._indices[name].keys(value)
 
     def index_values(self, name: str) -> frozenset[str]:
         """The values an index holds keys under (e.g. the namespaces with objects), nothing decoded."""
-        return frozenset(self._indices[name])
+        return self._indices[name].values()
 
     async def assume(self, written: M) -> None:
         """Take a version this process has just written, ahead of the watch (client-go's
@@ -334,17 +335,11 @@ class Informer(Generic[M]):
             else:
                 self._cache[key] = obj
         for name, func in self._indexers.items():
-            index = self._indices[name]
-            if old is not None:
-                for value in func(old):
-                    members = index.get(value)
-                    if members is not None:
-                        members.discard(key)
-                        if not members:
-                            del index[value]
-            if obj is not None:
-                for value in func(obj):
-                    index.setdefault(value, set()).add(key)
+            before = func(old) if old is not None else []
+            after = func(obj) if obj is not None else []
+            # Mostly a status written: the values stay, and the index is not touched.
+            if before != after:
+                self._indices[name].move(key, before, after)
         shown = obj if obj is not None else old
         assert shown is not None
         for handler in self._handlers:
