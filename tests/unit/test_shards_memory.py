@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from flotilla.aio.clock import FakeClock
-from flotilla.store.memory import MemoryStore
 from flotilla.store.lease import KeptLease
+from flotilla.store.memory import MemoryStore
 from flotilla.store.shards import ShardCoordinator, claims_prefix, owner_of
 
 SHARDS = [f"member{i:02d}" for i in range(24)]
