@@ -99,6 +99,9 @@ OVERRUNS_TO_SUSPEND = 3
 SUSPENSION = (30.0, 300.0)
 # A worker that has not said it is ready by then is taken for broken.
 START_TIMEOUT = 30.0
+# A start that fails once (a worker that died as it started, on a loaded host) is retried with
+# the calls still waiting; they fail as unavailable once starts have failed this often in a row.
+START_FAILURES_TO_FAIL_CALLS = 3
 _START_BACKOFF = (0.1, 10.0)
 
 
@@ -430,6 +433,9 @@ class ScriptPool:
             process = await asyncio.shield(creating)
             assert process.stdout is not None
             hello = await asyncio.wait_for(_read_message(process.stdout), START_TIMEOUT)
+            if hello is None:
+                code = await asyncio.wait_for(process.wait(), START_TIMEOUT)
+                raise protocol.ProtocolError(f"worker {_exit_description(code)} before it said it was ready")
             if not isinstance(hello, dict) or protocol.READY not in hello:
                 raise protocol.ProtocolError(f"worker did not say it is ready: {hello!r:.200}")
         except asyncio.CancelledError:
@@ -445,7 +451,7 @@ class ScriptPool:
             self._start_failures += 1
             log.error("event=interpreter-worker-start-failed failures=%d error=%s: %s", self._start_failures,
                       type(error).__name__, error)
-            if not self._workers:
+            if not self._workers and self._start_failures >= START_FAILURES_TO_FAIL_CALLS:
                 self._fail_queued(CallResult(UNAVAILABLE, error=f"no interpreter worker could be started: "
                                                                  f"{type(error).__name__}: {error}"))
             asyncio.get_running_loop().call_soon(self._fill)

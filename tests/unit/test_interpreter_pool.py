@@ -15,6 +15,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -439,6 +440,20 @@ async def test_a_worker_that_cannot_start_makes_calls_unavailable(monkeypatch: p
                 await asyncio.sleep(0.05)
     finally:
         await pool.close()
+
+
+async def test_a_worker_that_dies_as_it_starts_once_is_replaced_and_no_call_fails(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A loaded host can lose a worker as it starts; the calls waiting for it wait for the next."""
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nif [ ! -e {tmp_path}/died ]; then touch {tmp_path}/died; exit 3; fi\n"
+                      f"exec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    async with ScriptPool(1) as pool:
+        result = await asyncio.wait_for(pool.call(health_script("return true"), F, [{}]), 30)
+        assert result.ok, result
+        assert (tmp_path / "died").exists() and pool.spawned == 1
 
 
 # --- cost --------------------------------------------------------------------------------------------
