@@ -11,10 +11,6 @@ never outlives what it was started for:
   (the kernel kills the process with SIGXCPU past it);
 - memory: lupa's allocator limit fails the script cleanly; RLIMIT_AS bounds
   the process as a whole (Python's part included), and no core is dumped;
-- CPU share: the worker runs NICENESS steps below its service, so a script
-  that spins for its whole time limit gets only the CPU the plane's own
-  processes leave (on a small host, a service's event loop starved by its
-  own worker would miss its lease refreshes);
 - its parent: the worker exits at end of file on stdin, and Linux kills it
   the moment the process that started it dies (PR_SET_PDEATHSIG), even in
   the middle of a call that never reads stdin again.
@@ -42,7 +38,6 @@ STDIN, STDOUT = 0, 1
 # Compiled scripts kept per worker: one per customization and operation is the usual working set.
 COMPILED_SCRIPTS = 64
 _PR_SET_PDEATHSIG = 1
-NICENESS = 10
 
 
 class _Scripts:
@@ -147,7 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Interrupting the service's terminal interrupts the service, which stops its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _limit_process(args.address_space_limit)
-    os.nice(NICENESS)
     # stdout carries frames only: nothing may print to it.
     sys.stdout = sys.stderr
     sandbox = LuaSandbox(args.memory_limit)

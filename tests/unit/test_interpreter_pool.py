@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -35,7 +34,6 @@ from flotilla.interpreter.pool import (
     ScriptPool,
 )
 from flotilla.interpreter.sandbox import LuaValue
-from flotilla.interpreter.worker import NICENESS
 from tests.conftest import ROOT
 from tests.interpreter_support import (
     HEALTH_FUNCTION,
@@ -226,13 +224,6 @@ async def test_the_address_space_limit_backs_the_lua_limit() -> None:
         result = await pool.call(health_script(HOSTILE["memory-bomb-unique"]), F, [{}])
         assert result.outcome == KILLED, result
         assert (await pool.call(health_script("return true"), F, [{}])).ok
-
-
-async def test_workers_run_below_their_service_so_a_spinning_script_cannot_starve_it() -> None:
-    async with ScriptPool(2) as pool:
-        await pool.wait_ready()
-        own = os.getpriority(os.PRIO_PROCESS, 0)
-        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids] == [min(own + NICENESS, 19)] * 2
 
 
 # --- queueing and suspension -------------------------------------------------------------------------
