@@ -46,18 +46,23 @@ async def settle_for(clock: FakeClock, seconds: float, step: float = 0.1) -> Non
         await clock.advance(step)
 
 
-async def test_a_refresh_that_timed_out_is_tried_again_at_once_and_the_lease_is_kept(
-        memory: MemoryStore, clock: FakeClock) -> None:
+def first_refresh_times_out(memory: MemoryStore, clock: FakeClock) -> list[int]:
+    """The first refresh goes unanswered for a whole refresh interval (etcd catching up on a
+    loaded machine); the others are answered at once."""
     refresh = memory.refresh_lease
 
     async def answer(n: int, lease: int) -> int:
         if n == 0:
-            # Unanswered for a whole refresh interval (etcd catching up on a loaded machine).
             await clock.advance(TTL / 3)
             raise TimeoutError
         return await refresh(lease)
 
-    calls = refreshes(memory, answer)
+    return refreshes(memory, answer)
+
+
+async def test_a_refresh_that_timed_out_is_tried_again_at_once_and_the_lease_is_kept(
+        memory: MemoryStore, clock: FakeClock) -> None:
+    calls = first_refresh_times_out(memory, clock)
     lease = KeptLease(memory, clock, TTL)
     await lease.grant()
     try:
@@ -109,15 +114,7 @@ async def test_a_lease_refreshed_late_counts_from_when_the_refresh_was_sent(memo
 
 
 async def test_a_leader_whose_refresh_timed_out_once_stays_leader(memory: MemoryStore, clock: FakeClock) -> None:
-    refresh = memory.refresh_lease
-
-    async def answer(n: int, lease: int) -> int:
-        if n == 0:
-            await clock.advance(TTL / 3)
-            raise TimeoutError
-        return await refresh(lease)
-
-    refreshes(memory, answer)
+    first_refresh_times_out(memory, clock)
     elector = LeaderElector(memory, "svc", "first", TTL, clock=clock)
     await elector.campaign()
     try:
