@@ -20,7 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import uvloop
@@ -51,6 +51,13 @@ from flotilla.store.remote import RemoteStore
 from flotilla.store.shards import ShardCoordinator
 
 log = logging.getLogger(__name__)
+
+# How long a starting service waits for etcd to answer before it exits, naming it: an etcd
+# electing a leader (its leader just died) answers nothing for seconds, and a service that exits
+# then is one replica fewer until someone restarts it; an endpoint that is wrong still ends it.
+STARTUP_PATIENCE = 30.0
+_STARTUP_BACKOFF = (0.2, 2.0)
+T = TypeVar("T")
 
 
 @dataclass
@@ -248,6 +255,20 @@ class Runner:
                                    allow_plaintext=self.args.allow_plaintext_secrets,
                                    accept_plaintext=self.args.accept_plaintext_secrets)
 
+    async def _patiently(self, step: str, call: Callable[[], Awaitable[T]]) -> T:
+        """`call()`, retried with backoff while etcd is unreachable, for STARTUP_PATIENCE at most."""
+        give_up = self.clock.monotonic() + STARTUP_PATIENCE
+        delay = _STARTUP_BACKOFF[0]
+        while True:
+            try:
+                return await call()
+            except Unavailable as e:
+                if self.clock.monotonic() + delay >= give_up:
+                    raise
+                log.warning("event=etcd-unreachable-at-start step=%s retry_in=%gs error=%s", step, delay, e)
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, _STARTUP_BACKOFF[1])
+
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -257,7 +278,7 @@ class Runner:
             os.path.join(self.args.data_dir, "traces.jsonl") if self.args.data_dir else None
         )
         provider = setup_tracing(self.spec.name, trace_file)
-        store = await self._store()
+        store = await self._patiently("connect", self._store)
         ctx = ServiceContext(
             name=self.spec.name,
             args=self.args,
@@ -302,7 +323,7 @@ class Runner:
             ),
             ttl=max(int(self.args.endpoint_ttl), 1),
         )
-        await registration.start()
+        await self._patiently("register", registration.start)
         await self.health.publish()
         log.info("event=serving address=%s metrics_port=%s identity=%s", self.address, self.metrics_port, self.identity)
         events = asyncio.create_task(ctx.events.run(), name="events")

@@ -12,7 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from flotilla.runtime.health import REASON_METADATA
-from flotilla.runtime.service import Runner, ServiceContext, ServiceSpec, build_parser
+from flotilla.runtime.service import STARTUP_PATIENCE, Runner, ServiceContext, ServiceSpec, build_parser
 from flotilla.security.context import client_tls
 from flotilla.security.tls import grpc_channel
 from flotilla.store.embedded import EmbeddedEtcd
@@ -101,3 +101,21 @@ async def test_every_service_leads_again_after_etcd_restarts(private_etcd: Embed
         await until(LEASE + 15, all_lead_and_serve)
         print(f"every service leading again {time.monotonic() - back:.2f}s after etcd returned")
         assert [s.terms for s in running] == [2, 2]
+
+
+async def test_a_service_started_while_etcd_is_away_serves_once_it_is_back(
+        private_etcd: EmbeddedEtcd, caplog: pytest.LogCaptureFixture) -> None:
+    """An etcd electing a leader, or restarting, as a replica starts is no reason for it to exit."""
+    await asyncio.to_thread(private_etcd.stop)
+    service = Service("gamma", private_etcd)
+    try:
+        async def retrying() -> bool:
+            assert not service.task.done(), service.task
+            return "event=etcd-unreachable-at-start" in caplog.text
+
+        await until(STARTUP_PATIENCE, retrying)
+        await asyncio.to_thread(private_etcd.start)
+        await asyncio.wait_for(service.leading.wait(), STARTUP_PATIENCE)
+        assert (await service.health())[0] == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        await service.stop()
