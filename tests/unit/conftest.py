@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from flotilla.aio.clock import FakeClock
 from flotilla.store import MemoryStore
 
 # Fixtures of tests/conftest.py that start or reach a real etcd.
@@ -15,6 +16,18 @@ def store(memory_store: MemoryStore) -> MemoryStore:
     """A reconciler's store in a unit test: in memory, with etcd's semantics
     (tests/integration/test_store_contract.py holds the two to one contract)."""
     return memory_store
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A test's clock, unless its module has its own."""
+    return FakeClock()
+
+
+@pytest.fixture
+def memory(clock: FakeClock) -> MemoryStore:
+    """A MemoryStore on the test's fake clock (its leases expire by it)."""
+    return MemoryStore(clock)
 
 
 @pytest.fixture(autouse=True)

@@ -19,16 +19,6 @@ TTL = 9  # refreshed every 3 s; valid 8.1 s (a margin of 0.9 s) from when a refr
 DEADLINE = 30.0
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def memory(clock: FakeClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
 def refreshes(memory: MemoryStore, answer: Callable[[int, int], Awaitable[int]]) -> list[int]:
     """Every refresh of the store's leases goes through `answer(n, lease)` (n counts from 0)."""
     calls: list[int] = []

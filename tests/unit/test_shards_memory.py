@@ -116,16 +116,6 @@ def settled(acting: Acting, *names: str) -> Callable[[], bool]:
     return check
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def memory(clock: FakeClock) -> MemoryStore:
-    return MemoryStore(clock)
-
-
 async def test_one_replica_takes_every_shard(memory: MemoryStore, clock: FakeClock) -> None:
     acting = Acting()
     async with replica(memory, clock, acting, "a") as a:
