@@ -63,7 +63,6 @@ class LeaderElector:
         self._status = MASTER_STATUS.labels(service)
         self.identity = identity
         self.ttl = ttl
-        self.lease_id: int | None = None
         self._lease: KeptLease | None = None
         self.lost = asyncio.Event()
         self._keepalive: asyncio.Task[None] | None = None
@@ -75,6 +74,10 @@ class LeaderElector:
         self.holder = ""
         # One call may not outlast the lease it is trying to keep or win.
         self._call_timeout = max(float(ttl), 1.0)
+
+    @property
+    def lease_id(self) -> int | None:
+        return self._lease.id if self._lease is not None else None
 
     @property
     def is_leader(self) -> bool:
@@ -121,7 +124,6 @@ class LeaderElector:
             await lease.revoke()
             return False
         self._lease = lease
-        self.lease_id = lease_id
         self.lost.clear()
         self._status.set(1)
         self._keepalive = asyncio.create_task(self._follow(lease))
@@ -156,7 +158,6 @@ class LeaderElector:
         task, self._keepalive = self._keepalive, None
         await cancel_and_wait(task)
         lease, self._lease = self._lease, None
-        self.lease_id = None
         if lease is not None:
             self._status.set(0)
             await lease.revoke()
