@@ -70,7 +70,9 @@ for package in (flotilla, services, sim):
         if not module.name.endswith("__main__"):
             importlib.import_module(module.name)
 """
-_READS_FILES = re.compile(r"\bROOT\b|EXAMPLES_DIR|docs/|examples/|deploy/|requirements/")
+# A path under the checkout in code: `ROOT / ...`, the examples, or a quoted path of docs/,
+# examples/, deploy/ or requirements/. Not `cwd=ROOT` or a docstring naming a doc, which read nothing.
+_READS_FILES = re.compile(r"\bROOT\s*/|EXAMPLES_DIR|[\"'](?:docs|examples|deploy|requirements)/")
 
 
 def file_reading_tests(clone: Path) -> list[str]:
