@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+import aiohttp
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -50,8 +51,6 @@ async def check_health(endpoint: Endpoint | str, service: str = "", timeout: flo
 
 
 async def check_http_health(address: str, path: str, timeout: float = 2.0) -> tuple[str, str]:
-    import aiohttp
-
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
                 session.get(f"http://{address}{path}") as response:

@@ -82,7 +82,7 @@ def test_up_with_simulated_members_status_down(tmp_path: Path) -> None:
             ["member1", "v1.31.0", "Push", "True"], ["member2", "v1.31.0", "Push", "True"],
             ["member3", "v1.31.0", "Pull", "True"]], clusters.stderr
         status = run_cli(str(BIN / "flotillactl"), "status", env=env)
-        assert status.returncode == 0, status.stderr
+        assert status.returncode == 0, status.stdout + status.stderr
         header, *rows = status.stdout.strip().splitlines()
         assert header.split() == ["SERVICE", "REPLICAS", "INSTANCE", "LEADER", "HEALTH", "SHARDS", "ADDRESS",
                                   "METRICS"]

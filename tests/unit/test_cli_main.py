@@ -61,3 +61,13 @@ def test_mistakes_are_still_one_line_naming_every_command() -> None:
     assert err.count("\n") == 1 and "invalid choice: 'bogus'" in err and "'certificate'" in err
     code, _, err = flotillactl("get")
     assert code == 2 and "required: KIND" in err and "flotillactl get --help" in err
+
+
+def test_status_loads_its_http_client_before_any_health_check_is_timed() -> None:
+    """`flotillactl status` checks every instance at once, each within its deadline: importing the
+    simulator's HTTP client inside those checks (a second or more on a loaded machine) took that
+    time from the others' deadlines, and they read UNREACHABLE."""
+    probe = ("import sys; from flotilla.cli.main import build_parser; build_parser('status'); "
+             "print('aiohttp' in sys.modules)")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert loaded.stdout.strip() == "True"
