@@ -7,12 +7,13 @@ event loop it would stop every propagation, failover and lease renewal; in a
 thread it would still hold a core and the GIL-free C code cannot be stopped.
 A process can be killed.
 
-How: each worker is `python -m flotilla.interpreter.worker`, started as an
-asyncio subprocess (fork and exec: no state of the service is copied into it,
-and the spawn does not block the loop), speaking length-prefixed JSON frames
-over its stdin and stdout (flotilla.interpreter.protocol). A call is "run
-function F of script S on arguments A, within T seconds"; the answer is F's
-return values as JSON tagged with their Lua types, or why there is none.
+How: each worker is `python -m flotilla.interpreter.worker`, started with
+vfork and exec (flotilla.interpreter.worker_process: no state of the service
+is copied into it, no fork handler runs, the loop waits only until the exec),
+speaking length-prefixed JSON frames over its stdin and stdout
+(flotilla.interpreter.protocol). A call is "run function F of script S on
+arguments A, within T seconds"; the answer is F's return values as JSON
+tagged with their Lua types, or why there is none.
 Nothing here knows about health, so every interpreter operation can use it.
 
 Limits, each with its reason:
@@ -60,10 +61,11 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from flotilla.aio.clock import Clock, RealClock
-from flotilla.interpreter import protocol
+from flotilla.interpreter import protocol, worker_process
 from flotilla.interpreter.errors import InterpretationError
 from flotilla.interpreter.lua import DEFAULT_TIMEOUT
 from flotilla.interpreter.sandbox import DEFAULT_MEMORY_LIMIT, LuaValue, check_json, timeout_message
+from flotilla.interpreter.worker_process import WorkerProcess
 
 __all__ = [
     "DEFAULT_WORKERS",
@@ -164,7 +166,7 @@ class _Call:
 class _Worker:
     __slots__ = ("call", "process", "reader", "retired", "timer")
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: WorkerProcess) -> None:
         self.process = process
         self.call: _Call | None = None
         self.timer: asyncio.TimerHandle | None = None
@@ -422,12 +424,11 @@ class ScriptPool:
         if self._start_failures:
             first, ceiling = _START_BACKOFF
             await asyncio.sleep(min(first * 2 ** min(self._start_failures - 1, 32), ceiling))
-        process: asyncio.subprocess.Process | None = None
-        creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        process: WorkerProcess | None = None
+        creating = asyncio.ensure_future(worker_process.start([
             sys.executable, "-m", "flotilla.interpreter.worker",
             f"--memory-limit={self._memory_limit}", f"--address-space-limit={self._address_space_limit}",
-            f"--parent={os.getpid()}",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE))
+            f"--parent={os.getpid()}"]))
         try:
             # Shielded: a start cancelled halfway would leave a process that nobody waits for.
             process = await asyncio.shield(creating)
@@ -609,7 +610,7 @@ async def _read_message(stream: asyncio.StreamReader) -> Any | None:
     return protocol.decode(await stream.readexactly(protocol.body_length(header)))
 
 
-async def _kill(process: asyncio.subprocess.Process) -> None:
+async def _kill(process: WorkerProcess) -> None:
     with contextlib.suppress(ProcessLookupError):
         process.kill()
     await process.wait()
