@@ -36,10 +36,6 @@ class WorkerProcess:
     def pid(self) -> int:
         return self._popen.pid
 
-    @property
-    def returncode(self) -> int | None:
-        return self._popen.returncode
-
     def kill(self) -> None:
         """SIGKILL, unless it has already been waited for (then there is nothing to kill)."""
         self._popen.kill()
