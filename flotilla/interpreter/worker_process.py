@@ -2,13 +2,12 @@
 
 Why not `asyncio.create_subprocess_exec`: under uvloop (every service's loop) it starts the
 child with fork(), and fork() runs every pthread_atfork handler registered in the process. gRPC
-registers some: with calls in flight on its threads, its handlers skip, or stop and restart those
-threads around the fork — the forking thread, which is the event loop's, waits meanwhile — and
-the child, between fork and exec, can crash in them (an interpreter worker died of SIGSEGV before
-it said it was ready, again and again, while its executor lost its lease). `subprocess.Popen`
-starts the child with vfork() and exec, which run no fork handlers: nothing of gRPC, or of the
-service, is touched in the child before it is a new program. The parent waits only until the
-exec, a few milliseconds.
+registers some: with calls in flight on its threads they skip; otherwise they stop and restart
+those threads around the fork while the forking thread, the event loop's, waits; and the child,
+between fork and exec, can crash in them (a worker dead of SIGSEGV before it said it was ready).
+`subprocess.Popen` starts the child with vfork() and exec, which run no fork handlers: nothing of
+gRPC, or of the service, is touched in the child before it is a new program. The parent waits
+only until the exec, a few milliseconds.
 
 The process's end is read from a pidfd (Linux 5.3 or later) on the loop, so nothing blocks on it.
 """
